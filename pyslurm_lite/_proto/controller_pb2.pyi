@@ -1,0 +1,216 @@
+from . import types_pb2 as _types_pb2
+from google.protobuf.internal import containers as _containers
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class PingRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class PingReply(_message.Message):
+    __slots__ = ("cluster_name", "instance", "now")
+    CLUSTER_NAME_FIELD_NUMBER: _ClassVar[int]
+    INSTANCE_FIELD_NUMBER: _ClassVar[int]
+    NOW_FIELD_NUMBER: _ClassVar[int]
+    cluster_name: str
+    instance: str
+    now: float
+    def __init__(self, cluster_name: _Optional[str] = ..., instance: _Optional[str] = ..., now: _Optional[float] = ...) -> None: ...
+
+class SubmitJobRequest(_message.Message):
+    __slots__ = ("spec",)
+    SPEC_FIELD_NUMBER: _ClassVar[int]
+    spec: _types_pb2.JobSpec
+    def __init__(self, spec: _Optional[_Union[_types_pb2.JobSpec, _Mapping]] = ...) -> None: ...
+
+class SubmitJobReply(_message.Message):
+    __slots__ = ("job_id",)
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    job_id: int
+    def __init__(self, job_id: _Optional[int] = ...) -> None: ...
+
+class JobFilter(_message.Message):
+    __slots__ = ("job_ids", "states", "users", "partitions", "names", "include_finished", "nodes")
+    JOB_IDS_FIELD_NUMBER: _ClassVar[int]
+    STATES_FIELD_NUMBER: _ClassVar[int]
+    USERS_FIELD_NUMBER: _ClassVar[int]
+    PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    NAMES_FIELD_NUMBER: _ClassVar[int]
+    INCLUDE_FINISHED_FIELD_NUMBER: _ClassVar[int]
+    NODES_FIELD_NUMBER: _ClassVar[int]
+    job_ids: _containers.RepeatedScalarFieldContainer[int]
+    states: _containers.RepeatedScalarFieldContainer[str]
+    users: _containers.RepeatedScalarFieldContainer[str]
+    partitions: _containers.RepeatedScalarFieldContainer[str]
+    names: _containers.RepeatedScalarFieldContainer[str]
+    include_finished: bool
+    nodes: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, job_ids: _Optional[_Iterable[int]] = ..., states: _Optional[_Iterable[str]] = ..., users: _Optional[_Iterable[str]] = ..., partitions: _Optional[_Iterable[str]] = ..., names: _Optional[_Iterable[str]] = ..., include_finished: _Optional[bool] = ..., nodes: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class GetJobsRequest(_message.Message):
+    __slots__ = ("filter",)
+    FILTER_FIELD_NUMBER: _ClassVar[int]
+    filter: JobFilter
+    def __init__(self, filter: _Optional[_Union[JobFilter, _Mapping]] = ...) -> None: ...
+
+class GetJobsReply(_message.Message):
+    __slots__ = ("jobs", "now")
+    JOBS_FIELD_NUMBER: _ClassVar[int]
+    NOW_FIELD_NUMBER: _ClassVar[int]
+    jobs: _containers.RepeatedCompositeFieldContainer[_types_pb2.Job]
+    now: float
+    def __init__(self, jobs: _Optional[_Iterable[_Union[_types_pb2.Job, _Mapping]]] = ..., now: _Optional[float] = ...) -> None: ...
+
+class CancelJobsRequest(_message.Message):
+    __slots__ = ("filter", "signal", "batch_only", "full")
+    FILTER_FIELD_NUMBER: _ClassVar[int]
+    SIGNAL_FIELD_NUMBER: _ClassVar[int]
+    BATCH_ONLY_FIELD_NUMBER: _ClassVar[int]
+    FULL_FIELD_NUMBER: _ClassVar[int]
+    filter: JobFilter
+    signal: int
+    batch_only: bool
+    full: bool
+    def __init__(self, filter: _Optional[_Union[JobFilter, _Mapping]] = ..., signal: _Optional[int] = ..., batch_only: _Optional[bool] = ..., full: _Optional[bool] = ...) -> None: ...
+
+class JobError(_message.Message):
+    __slots__ = ("job_id", "message")
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    job_id: int
+    message: str
+    def __init__(self, job_id: _Optional[int] = ..., message: _Optional[str] = ...) -> None: ...
+
+class CancelJobsReply(_message.Message):
+    __slots__ = ("job_ids", "errors")
+    JOB_IDS_FIELD_NUMBER: _ClassVar[int]
+    ERRORS_FIELD_NUMBER: _ClassVar[int]
+    job_ids: _containers.RepeatedScalarFieldContainer[int]
+    errors: _containers.RepeatedCompositeFieldContainer[JobError]
+    def __init__(self, job_ids: _Optional[_Iterable[int]] = ..., errors: _Optional[_Iterable[_Union[JobError, _Mapping]]] = ...) -> None: ...
+
+class UpdateJobsRequest(_message.Message):
+    __slots__ = ("job_ids", "action")
+    JOB_IDS_FIELD_NUMBER: _ClassVar[int]
+    ACTION_FIELD_NUMBER: _ClassVar[int]
+    job_ids: _containers.RepeatedScalarFieldContainer[int]
+    action: str
+    def __init__(self, job_ids: _Optional[_Iterable[int]] = ..., action: _Optional[str] = ...) -> None: ...
+
+class UpdateJobsReply(_message.Message):
+    __slots__ = ("job_ids", "errors")
+    JOB_IDS_FIELD_NUMBER: _ClassVar[int]
+    ERRORS_FIELD_NUMBER: _ClassVar[int]
+    job_ids: _containers.RepeatedScalarFieldContainer[int]
+    errors: _containers.RepeatedCompositeFieldContainer[JobError]
+    def __init__(self, job_ids: _Optional[_Iterable[int]] = ..., errors: _Optional[_Iterable[_Union[JobError, _Mapping]]] = ...) -> None: ...
+
+class GetNodesRequest(_message.Message):
+    __slots__ = ("names",)
+    NAMES_FIELD_NUMBER: _ClassVar[int]
+    names: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, names: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class GetNodesReply(_message.Message):
+    __slots__ = ("nodes", "now")
+    NODES_FIELD_NUMBER: _ClassVar[int]
+    NOW_FIELD_NUMBER: _ClassVar[int]
+    nodes: _containers.RepeatedCompositeFieldContainer[_types_pb2.Node]
+    now: float
+    def __init__(self, nodes: _Optional[_Iterable[_Union[_types_pb2.Node, _Mapping]]] = ..., now: _Optional[float] = ...) -> None: ...
+
+class UpdateNodesRequest(_message.Message):
+    __slots__ = ("names", "state", "reason")
+    NAMES_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    names: _containers.RepeatedScalarFieldContainer[str]
+    state: str
+    reason: str
+    def __init__(self, names: _Optional[_Iterable[str]] = ..., state: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class UpdateNodesReply(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class GetPartitionsRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class GetPartitionsReply(_message.Message):
+    __slots__ = ("partitions", "nodes")
+    PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    NODES_FIELD_NUMBER: _ClassVar[int]
+    partitions: _containers.RepeatedCompositeFieldContainer[_types_pb2.Partition]
+    nodes: _containers.RepeatedCompositeFieldContainer[_types_pb2.Node]
+    def __init__(self, partitions: _Optional[_Iterable[_Union[_types_pb2.Partition, _Mapping]]] = ..., nodes: _Optional[_Iterable[_Union[_types_pb2.Node, _Mapping]]] = ...) -> None: ...
+
+class RegisterNodeRequest(_message.Message):
+    __slots__ = ("node", "cpus", "memory", "gpus", "running", "events", "boot_time", "version")
+    NODE_FIELD_NUMBER: _ClassVar[int]
+    CPUS_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_FIELD_NUMBER: _ClassVar[int]
+    GPUS_FIELD_NUMBER: _ClassVar[int]
+    RUNNING_FIELD_NUMBER: _ClassVar[int]
+    EVENTS_FIELD_NUMBER: _ClassVar[int]
+    BOOT_TIME_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    node: str
+    cpus: int
+    memory: int
+    gpus: _containers.RepeatedCompositeFieldContainer[_types_pb2.GpuDevice]
+    running: _containers.RepeatedCompositeFieldContainer[_types_pb2.RunningJob]
+    events: _containers.RepeatedCompositeFieldContainer[_types_pb2.JobEvent]
+    boot_time: float
+    version: str
+    def __init__(self, node: _Optional[str] = ..., cpus: _Optional[int] = ..., memory: _Optional[int] = ..., gpus: _Optional[_Iterable[_Union[_types_pb2.GpuDevice, _Mapping]]] = ..., running: _Optional[_Iterable[_Union[_types_pb2.RunningJob, _Mapping]]] = ..., events: _Optional[_Iterable[_Union[_types_pb2.JobEvent, _Mapping]]] = ..., boot_time: _Optional[float] = ..., version: _Optional[str] = ...) -> None: ...
+
+class RegisterNodeReply(_message.Message):
+    __slots__ = ("instance", "kill_job_ids", "heartbeat_interval")
+    INSTANCE_FIELD_NUMBER: _ClassVar[int]
+    KILL_JOB_IDS_FIELD_NUMBER: _ClassVar[int]
+    HEARTBEAT_INTERVAL_FIELD_NUMBER: _ClassVar[int]
+    instance: str
+    kill_job_ids: _containers.RepeatedScalarFieldContainer[int]
+    heartbeat_interval: float
+    def __init__(self, instance: _Optional[str] = ..., kill_job_ids: _Optional[_Iterable[int]] = ..., heartbeat_interval: _Optional[float] = ...) -> None: ...
+
+class NodeHeartbeatRequest(_message.Message):
+    __slots__ = ("node", "instance", "running", "free_memory", "cpu_load")
+    NODE_FIELD_NUMBER: _ClassVar[int]
+    INSTANCE_FIELD_NUMBER: _ClassVar[int]
+    RUNNING_FIELD_NUMBER: _ClassVar[int]
+    FREE_MEMORY_FIELD_NUMBER: _ClassVar[int]
+    CPU_LOAD_FIELD_NUMBER: _ClassVar[int]
+    node: str
+    instance: str
+    running: _containers.RepeatedCompositeFieldContainer[_types_pb2.RunningJob]
+    free_memory: int
+    cpu_load: float
+    def __init__(self, node: _Optional[str] = ..., instance: _Optional[str] = ..., running: _Optional[_Iterable[_Union[_types_pb2.RunningJob, _Mapping]]] = ..., free_memory: _Optional[int] = ..., cpu_load: _Optional[float] = ...) -> None: ...
+
+class NodeHeartbeatReply(_message.Message):
+    __slots__ = ("reregister",)
+    REREGISTER_FIELD_NUMBER: _ClassVar[int]
+    reregister: bool
+    def __init__(self, reregister: _Optional[bool] = ...) -> None: ...
+
+class ReportJobEventsRequest(_message.Message):
+    __slots__ = ("node", "instance", "events")
+    NODE_FIELD_NUMBER: _ClassVar[int]
+    INSTANCE_FIELD_NUMBER: _ClassVar[int]
+    EVENTS_FIELD_NUMBER: _ClassVar[int]
+    node: str
+    instance: str
+    events: _containers.RepeatedCompositeFieldContainer[_types_pb2.JobEvent]
+    def __init__(self, node: _Optional[str] = ..., instance: _Optional[str] = ..., events: _Optional[_Iterable[_Union[_types_pb2.JobEvent, _Mapping]]] = ...) -> None: ...
+
+class ReportJobEventsReply(_message.Message):
+    __slots__ = ("reregister",)
+    REREGISTER_FIELD_NUMBER: _ClassVar[int]
+    reregister: bool
+    def __init__(self, reregister: _Optional[bool] = ...) -> None: ...

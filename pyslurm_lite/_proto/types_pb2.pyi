@@ -1,0 +1,306 @@
+from google.protobuf.internal import containers as _containers
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class GresRequest(_message.Message):
+    __slots__ = ("name", "type", "count")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    COUNT_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    type: str
+    count: int
+    def __init__(self, name: _Optional[str] = ..., type: _Optional[str] = ..., count: _Optional[int] = ...) -> None: ...
+
+class JobSpec(_message.Message):
+    __slots__ = ("name", "script", "argv", "work_dir", "std_out", "std_err", "std_in", "open_mode", "partition", "account", "qos", "num_nodes", "num_tasks", "ntasks_set", "cpus_per_task", "ntasks_per_node", "mem_per_node", "mem_per_cpu", "time_limit", "gres", "gpus", "gpus_per_node", "gpu_type", "environment", "export", "begin_time", "hold", "user", "uid", "gid", "groups", "submit_host", "nice", "requeue", "constraint", "exclusive", "comment", "nodelist", "exclude", "signal", "batch", "submit_dir", "array")
+    class EnvironmentEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    SCRIPT_FIELD_NUMBER: _ClassVar[int]
+    ARGV_FIELD_NUMBER: _ClassVar[int]
+    WORK_DIR_FIELD_NUMBER: _ClassVar[int]
+    STD_OUT_FIELD_NUMBER: _ClassVar[int]
+    STD_ERR_FIELD_NUMBER: _ClassVar[int]
+    STD_IN_FIELD_NUMBER: _ClassVar[int]
+    OPEN_MODE_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_FIELD_NUMBER: _ClassVar[int]
+    ACCOUNT_FIELD_NUMBER: _ClassVar[int]
+    QOS_FIELD_NUMBER: _ClassVar[int]
+    NUM_NODES_FIELD_NUMBER: _ClassVar[int]
+    NUM_TASKS_FIELD_NUMBER: _ClassVar[int]
+    NTASKS_SET_FIELD_NUMBER: _ClassVar[int]
+    CPUS_PER_TASK_FIELD_NUMBER: _ClassVar[int]
+    NTASKS_PER_NODE_FIELD_NUMBER: _ClassVar[int]
+    MEM_PER_NODE_FIELD_NUMBER: _ClassVar[int]
+    MEM_PER_CPU_FIELD_NUMBER: _ClassVar[int]
+    TIME_LIMIT_FIELD_NUMBER: _ClassVar[int]
+    GRES_FIELD_NUMBER: _ClassVar[int]
+    GPUS_FIELD_NUMBER: _ClassVar[int]
+    GPUS_PER_NODE_FIELD_NUMBER: _ClassVar[int]
+    GPU_TYPE_FIELD_NUMBER: _ClassVar[int]
+    ENVIRONMENT_FIELD_NUMBER: _ClassVar[int]
+    EXPORT_FIELD_NUMBER: _ClassVar[int]
+    BEGIN_TIME_FIELD_NUMBER: _ClassVar[int]
+    HOLD_FIELD_NUMBER: _ClassVar[int]
+    USER_FIELD_NUMBER: _ClassVar[int]
+    UID_FIELD_NUMBER: _ClassVar[int]
+    GID_FIELD_NUMBER: _ClassVar[int]
+    GROUPS_FIELD_NUMBER: _ClassVar[int]
+    SUBMIT_HOST_FIELD_NUMBER: _ClassVar[int]
+    NICE_FIELD_NUMBER: _ClassVar[int]
+    REQUEUE_FIELD_NUMBER: _ClassVar[int]
+    CONSTRAINT_FIELD_NUMBER: _ClassVar[int]
+    EXCLUSIVE_FIELD_NUMBER: _ClassVar[int]
+    COMMENT_FIELD_NUMBER: _ClassVar[int]
+    NODELIST_FIELD_NUMBER: _ClassVar[int]
+    EXCLUDE_FIELD_NUMBER: _ClassVar[int]
+    SIGNAL_FIELD_NUMBER: _ClassVar[int]
+    BATCH_FIELD_NUMBER: _ClassVar[int]
+    SUBMIT_DIR_FIELD_NUMBER: _ClassVar[int]
+    ARRAY_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    script: str
+    argv: _containers.RepeatedScalarFieldContainer[str]
+    work_dir: str
+    std_out: str
+    std_err: str
+    std_in: str
+    open_mode: str
+    partition: str
+    account: str
+    qos: str
+    num_nodes: int
+    num_tasks: int
+    ntasks_set: bool
+    cpus_per_task: int
+    ntasks_per_node: int
+    mem_per_node: int
+    mem_per_cpu: int
+    time_limit: int
+    gres: _containers.RepeatedCompositeFieldContainer[GresRequest]
+    gpus: int
+    gpus_per_node: int
+    gpu_type: str
+    environment: _containers.ScalarMap[str, str]
+    export: str
+    begin_time: float
+    hold: bool
+    user: str
+    uid: int
+    gid: int
+    groups: _containers.RepeatedScalarFieldContainer[int]
+    submit_host: str
+    nice: int
+    requeue: bool
+    constraint: str
+    exclusive: bool
+    comment: str
+    nodelist: str
+    exclude: str
+    signal: str
+    batch: bool
+    submit_dir: str
+    array: str
+    def __init__(self, name: _Optional[str] = ..., script: _Optional[str] = ..., argv: _Optional[_Iterable[str]] = ..., work_dir: _Optional[str] = ..., std_out: _Optional[str] = ..., std_err: _Optional[str] = ..., std_in: _Optional[str] = ..., open_mode: _Optional[str] = ..., partition: _Optional[str] = ..., account: _Optional[str] = ..., qos: _Optional[str] = ..., num_nodes: _Optional[int] = ..., num_tasks: _Optional[int] = ..., ntasks_set: _Optional[bool] = ..., cpus_per_task: _Optional[int] = ..., ntasks_per_node: _Optional[int] = ..., mem_per_node: _Optional[int] = ..., mem_per_cpu: _Optional[int] = ..., time_limit: _Optional[int] = ..., gres: _Optional[_Iterable[_Union[GresRequest, _Mapping]]] = ..., gpus: _Optional[int] = ..., gpus_per_node: _Optional[int] = ..., gpu_type: _Optional[str] = ..., environment: _Optional[_Mapping[str, str]] = ..., export: _Optional[str] = ..., begin_time: _Optional[float] = ..., hold: _Optional[bool] = ..., user: _Optional[str] = ..., uid: _Optional[int] = ..., gid: _Optional[int] = ..., groups: _Optional[_Iterable[int]] = ..., submit_host: _Optional[str] = ..., nice: _Optional[int] = ..., requeue: _Optional[bool] = ..., constraint: _Optional[str] = ..., exclusive: _Optional[bool] = ..., comment: _Optional[str] = ..., nodelist: _Optional[str] = ..., exclude: _Optional[str] = ..., signal: _Optional[str] = ..., batch: _Optional[bool] = ..., submit_dir: _Optional[str] = ..., array: _Optional[str] = ...) -> None: ...
+
+class NodeAllocation(_message.Message):
+    __slots__ = ("node", "cpus", "mem", "gpus")
+    NODE_FIELD_NUMBER: _ClassVar[int]
+    CPUS_FIELD_NUMBER: _ClassVar[int]
+    MEM_FIELD_NUMBER: _ClassVar[int]
+    GPUS_FIELD_NUMBER: _ClassVar[int]
+    node: str
+    cpus: int
+    mem: int
+    gpus: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, node: _Optional[str] = ..., cpus: _Optional[int] = ..., mem: _Optional[int] = ..., gpus: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class Job(_message.Message):
+    __slots__ = ("job_id", "spec", "state", "reason", "priority", "submit_time", "eligible_time", "start_time", "end_time", "exit_code", "exit_signal", "allocations", "restart_count", "held", "held_by_admin", "time_limit", "partition", "master_port", "batch_host")
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    SPEC_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    PRIORITY_FIELD_NUMBER: _ClassVar[int]
+    SUBMIT_TIME_FIELD_NUMBER: _ClassVar[int]
+    ELIGIBLE_TIME_FIELD_NUMBER: _ClassVar[int]
+    START_TIME_FIELD_NUMBER: _ClassVar[int]
+    END_TIME_FIELD_NUMBER: _ClassVar[int]
+    EXIT_CODE_FIELD_NUMBER: _ClassVar[int]
+    EXIT_SIGNAL_FIELD_NUMBER: _ClassVar[int]
+    ALLOCATIONS_FIELD_NUMBER: _ClassVar[int]
+    RESTART_COUNT_FIELD_NUMBER: _ClassVar[int]
+    HELD_FIELD_NUMBER: _ClassVar[int]
+    HELD_BY_ADMIN_FIELD_NUMBER: _ClassVar[int]
+    TIME_LIMIT_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_FIELD_NUMBER: _ClassVar[int]
+    MASTER_PORT_FIELD_NUMBER: _ClassVar[int]
+    BATCH_HOST_FIELD_NUMBER: _ClassVar[int]
+    job_id: int
+    spec: JobSpec
+    state: str
+    reason: str
+    priority: int
+    submit_time: float
+    eligible_time: float
+    start_time: float
+    end_time: float
+    exit_code: int
+    exit_signal: int
+    allocations: _containers.RepeatedCompositeFieldContainer[NodeAllocation]
+    restart_count: int
+    held: bool
+    held_by_admin: bool
+    time_limit: int
+    partition: str
+    master_port: int
+    batch_host: str
+    def __init__(self, job_id: _Optional[int] = ..., spec: _Optional[_Union[JobSpec, _Mapping]] = ..., state: _Optional[str] = ..., reason: _Optional[str] = ..., priority: _Optional[int] = ..., submit_time: _Optional[float] = ..., eligible_time: _Optional[float] = ..., start_time: _Optional[float] = ..., end_time: _Optional[float] = ..., exit_code: _Optional[int] = ..., exit_signal: _Optional[int] = ..., allocations: _Optional[_Iterable[_Union[NodeAllocation, _Mapping]]] = ..., restart_count: _Optional[int] = ..., held: _Optional[bool] = ..., held_by_admin: _Optional[bool] = ..., time_limit: _Optional[int] = ..., partition: _Optional[str] = ..., master_port: _Optional[int] = ..., batch_host: _Optional[str] = ...) -> None: ...
+
+class GpuDevice(_message.Message):
+    __slots__ = ("index", "type", "uuid", "name", "memory_mb", "minor", "pci_bus_id", "numa_node", "simulated", "file")
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    UUID_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_MB_FIELD_NUMBER: _ClassVar[int]
+    MINOR_FIELD_NUMBER: _ClassVar[int]
+    PCI_BUS_ID_FIELD_NUMBER: _ClassVar[int]
+    NUMA_NODE_FIELD_NUMBER: _ClassVar[int]
+    SIMULATED_FIELD_NUMBER: _ClassVar[int]
+    FILE_FIELD_NUMBER: _ClassVar[int]
+    index: int
+    type: str
+    uuid: str
+    name: str
+    memory_mb: int
+    minor: int
+    pci_bus_id: str
+    numa_node: int
+    simulated: bool
+    file: str
+    def __init__(self, index: _Optional[int] = ..., type: _Optional[str] = ..., uuid: _Optional[str] = ..., name: _Optional[str] = ..., memory_mb: _Optional[int] = ..., minor: _Optional[int] = ..., pci_bus_id: _Optional[str] = ..., numa_node: _Optional[int] = ..., simulated: _Optional[bool] = ..., file: _Optional[str] = ...) -> None: ...
+
+class NodeConfig(_message.Message):
+    __slots__ = ("name", "addr", "port", "cpus", "real_memory", "gres", "features", "weight", "sockets", "cores_per_socket", "threads_per_core")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    ADDR_FIELD_NUMBER: _ClassVar[int]
+    PORT_FIELD_NUMBER: _ClassVar[int]
+    CPUS_FIELD_NUMBER: _ClassVar[int]
+    REAL_MEMORY_FIELD_NUMBER: _ClassVar[int]
+    GRES_FIELD_NUMBER: _ClassVar[int]
+    FEATURES_FIELD_NUMBER: _ClassVar[int]
+    WEIGHT_FIELD_NUMBER: _ClassVar[int]
+    SOCKETS_FIELD_NUMBER: _ClassVar[int]
+    CORES_PER_SOCKET_FIELD_NUMBER: _ClassVar[int]
+    THREADS_PER_CORE_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    addr: str
+    port: int
+    cpus: int
+    real_memory: int
+    gres: _containers.RepeatedCompositeFieldContainer[GresRequest]
+    features: _containers.RepeatedScalarFieldContainer[str]
+    weight: int
+    sockets: int
+    cores_per_socket: int
+    threads_per_core: int
+    def __init__(self, name: _Optional[str] = ..., addr: _Optional[str] = ..., port: _Optional[int] = ..., cpus: _Optional[int] = ..., real_memory: _Optional[int] = ..., gres: _Optional[_Iterable[_Union[GresRequest, _Mapping]]] = ..., features: _Optional[_Iterable[str]] = ..., weight: _Optional[int] = ..., sockets: _Optional[int] = ..., cores_per_socket: _Optional[int] = ..., threads_per_core: _Optional[int] = ...) -> None: ...
+
+class Node(_message.Message):
+    __slots__ = ("config", "state", "drain", "reason", "reason_time", "responding", "last_heartbeat", "boot_time", "gpus", "alloc_cpus", "alloc_mem", "alloc_gpus", "real_cpus", "real_memory", "free_memory", "cpu_load", "agent_version")
+    CONFIG_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    DRAIN_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    REASON_TIME_FIELD_NUMBER: _ClassVar[int]
+    RESPONDING_FIELD_NUMBER: _ClassVar[int]
+    LAST_HEARTBEAT_FIELD_NUMBER: _ClassVar[int]
+    BOOT_TIME_FIELD_NUMBER: _ClassVar[int]
+    GPUS_FIELD_NUMBER: _ClassVar[int]
+    ALLOC_CPUS_FIELD_NUMBER: _ClassVar[int]
+    ALLOC_MEM_FIELD_NUMBER: _ClassVar[int]
+    ALLOC_GPUS_FIELD_NUMBER: _ClassVar[int]
+    REAL_CPUS_FIELD_NUMBER: _ClassVar[int]
+    REAL_MEMORY_FIELD_NUMBER: _ClassVar[int]
+    FREE_MEMORY_FIELD_NUMBER: _ClassVar[int]
+    CPU_LOAD_FIELD_NUMBER: _ClassVar[int]
+    AGENT_VERSION_FIELD_NUMBER: _ClassVar[int]
+    config: NodeConfig
+    state: str
+    drain: bool
+    reason: str
+    reason_time: float
+    responding: bool
+    last_heartbeat: float
+    boot_time: float
+    gpus: _containers.RepeatedCompositeFieldContainer[GpuDevice]
+    alloc_cpus: int
+    alloc_mem: int
+    alloc_gpus: _containers.RepeatedScalarFieldContainer[int]
+    real_cpus: int
+    real_memory: int
+    free_memory: int
+    cpu_load: float
+    agent_version: str
+    def __init__(self, config: _Optional[_Union[NodeConfig, _Mapping]] = ..., state: _Optional[str] = ..., drain: _Optional[bool] = ..., reason: _Optional[str] = ..., reason_time: _Optional[float] = ..., responding: _Optional[bool] = ..., last_heartbeat: _Optional[float] = ..., boot_time: _Optional[float] = ..., gpus: _Optional[_Iterable[_Union[GpuDevice, _Mapping]]] = ..., alloc_cpus: _Optional[int] = ..., alloc_mem: _Optional[int] = ..., alloc_gpus: _Optional[_Iterable[int]] = ..., real_cpus: _Optional[int] = ..., real_memory: _Optional[int] = ..., free_memory: _Optional[int] = ..., cpu_load: _Optional[float] = ..., agent_version: _Optional[str] = ...) -> None: ...
+
+class Partition(_message.Message):
+    __slots__ = ("name", "nodes", "default", "max_time", "default_time", "max_nodes", "state", "priority_tier")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    NODES_FIELD_NUMBER: _ClassVar[int]
+    DEFAULT_FIELD_NUMBER: _ClassVar[int]
+    MAX_TIME_FIELD_NUMBER: _ClassVar[int]
+    DEFAULT_TIME_FIELD_NUMBER: _ClassVar[int]
+    MAX_NODES_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    PRIORITY_TIER_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    nodes: _containers.RepeatedScalarFieldContainer[str]
+    default: bool
+    max_time: int
+    default_time: int
+    max_nodes: int
+    state: str
+    priority_tier: int
+    def __init__(self, name: _Optional[str] = ..., nodes: _Optional[_Iterable[str]] = ..., default: _Optional[bool] = ..., max_time: _Optional[int] = ..., default_time: _Optional[int] = ..., max_nodes: _Optional[int] = ..., state: _Optional[str] = ..., priority_tier: _Optional[int] = ...) -> None: ...
+
+class JobEvent(_message.Message):
+    __slots__ = ("job_id", "restart_count", "kind", "exit_code", "exit_signal", "oom", "timeout", "time", "message")
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    RESTART_COUNT_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    EXIT_CODE_FIELD_NUMBER: _ClassVar[int]
+    EXIT_SIGNAL_FIELD_NUMBER: _ClassVar[int]
+    OOM_FIELD_NUMBER: _ClassVar[int]
+    TIMEOUT_FIELD_NUMBER: _ClassVar[int]
+    TIME_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    job_id: int
+    restart_count: int
+    kind: str
+    exit_code: int
+    exit_signal: int
+    oom: bool
+    timeout: bool
+    time: float
+    message: str
+    def __init__(self, job_id: _Optional[int] = ..., restart_count: _Optional[int] = ..., kind: _Optional[str] = ..., exit_code: _Optional[int] = ..., exit_signal: _Optional[int] = ..., oom: _Optional[bool] = ..., timeout: _Optional[bool] = ..., time: _Optional[float] = ..., message: _Optional[str] = ...) -> None: ...
+
+class RunningJob(_message.Message):
+    __slots__ = ("job_id", "restart_count")
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    RESTART_COUNT_FIELD_NUMBER: _ClassVar[int]
+    job_id: int
+    restart_count: int
+    def __init__(self, job_id: _Optional[int] = ..., restart_count: _Optional[int] = ...) -> None: ...

@@ -1,0 +1,1 @@
+"""The agent daemon (slurmd's role): one per host, launches and tracks what the controller allocates."""

@@ -1,0 +1,153 @@
+"""The agent process: inventory, gRPC server, and the link to the controller.
+
+The link is one thread that reads like a script:
+  register (with what runs here and the endings not yet delivered) → deliver endings as they
+  happen → heartbeat every HeartbeatInterval → when the controller is unreachable or says it
+  restarted, keep the endings buffered and register again.
+Endings are delivered at least once; the controller applies them idempotently.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import queue
+import signal
+import threading
+import time
+from concurrent import futures
+
+import grpc
+import psutil
+
+from .. import __version__, config as config_mod, wire
+from .._proto import agent_pb2_grpc, controller_pb2 as cpb, controller_pb2_grpc, types_pb2
+from ..rpcutil import CHANNEL_OPTIONS, client_channel, identity_metadata
+from .gpu import discover
+from .rpc import AgentServicer
+from .stepmgr import StepManager
+
+log = logging.getLogger("pyslurm_lite.agent")
+
+RETRY_DELAY = 0.5  # seconds between attempts to reach an absent controller
+RPC_TIMEOUT = 10.0
+
+
+class Agent:
+    def __init__(self, cfg, node: str, spool: str | None = None):
+        if node not in cfg.nodes:
+            raise config_mod.ConfigError(f"{cfg.path}: node {node} is not declared (NodeName=)")
+        self.cfg, self.node = cfg, node
+        self.spool = spool or cfg.slurmd_spool_dir or os.path.join(cfg.state_save_location, f"agent-{node}")
+        self.events: queue.Queue = queue.Queue()
+        self.pending: list[dict] = []  # endings taken from the queue but not yet acknowledged
+        self.steps = StepManager(cfg, node, self.spool, self.events.put)
+        self.gpus = discover(cfg, node)
+        self.instance = ""
+        self.stop = threading.Event()
+        self.stub = controller_pb2_grpc.ControllerStub(client_channel(cfg.controller_target))
+        self.md = identity_metadata()
+        self.boot_time = psutil.boot_time()
+
+    # ---- the link -----------------------------------------------------------------------------
+    def _running_msgs(self):
+        return [types_pb2.RunningJob(job_id=j, restart_count=r) for j, r in self.steps.running_jobs().items()]
+
+    def _event_msgs(self):
+        return [types_pb2.JobEvent(**e) for e in self.pending]
+
+    def _drain_queue(self, wait: float) -> None:
+        try:
+            self.pending.append(self.events.get(timeout=wait))
+            while True:
+                self.pending.append(self.events.get_nowait())
+        except queue.Empty:
+            pass
+
+    def register_once(self) -> None:
+        self._drain_queue(0)
+        req = cpb.RegisterNodeRequest(
+            node=self.node, cpus=psutil.cpu_count() or 1,
+            memory=psutil.virtual_memory().total // (1024 * 1024),
+            gpus=[wire.to_msg(g, types_pb2.GpuDevice) for g in self.gpus],
+            running=self._running_msgs(), events=self._event_msgs(), boot_time=self.boot_time,
+            version=__version__)
+        reply = self.stub.RegisterNode(req, timeout=RPC_TIMEOUT, metadata=self.md)
+        self.pending.clear()
+        self.instance = reply.instance
+        if reply.kill_job_ids:
+            log.warning("controller does not know jobs %s: killing them", list(reply.kill_job_ids))
+            self.steps.terminate(list(reply.kill_job_ids), "unknown")
+        log.info("registered with controller instance %s", self.instance)
+
+    def report_once(self) -> None:
+        if not self.pending:
+            return
+        req = cpb.ReportJobEventsRequest(node=self.node, instance=self.instance, events=self._event_msgs())
+        reply = self.stub.ReportJobEvents(req, timeout=RPC_TIMEOUT, metadata=self.md)
+        if reply.reregister:
+            self.instance = ""
+        else:
+            self.pending.clear()
+
+    def heartbeat_once(self) -> None:
+        req = cpb.NodeHeartbeatRequest(
+            node=self.node, instance=self.instance, running=self._running_msgs(),
+            free_memory=psutil.virtual_memory().available // (1024 * 1024),
+            cpu_load=os.getloadavg()[0])
+        if self.stub.NodeHeartbeat(req, timeout=RPC_TIMEOUT, metadata=self.md).reregister:
+            self.instance = ""
+
+    def link_loop(self) -> None:
+        next_beat = 0.0
+        while not self.stop.is_set():
+            try:
+                if not self.instance:
+                    self.register_once()
+                    next_beat = time.monotonic() + self.cfg.heartbeat_interval
+                self._drain_queue(max(min(next_beat - time.monotonic(), 1.0), 0.0))
+                self.report_once()
+                if time.monotonic() >= next_beat and self.instance:
+                    self.heartbeat_once()
+                    next_beat = time.monotonic() + self.cfg.heartbeat_interval
+            except grpc.RpcError as e:
+                if e.code() != grpc.StatusCode.UNAVAILABLE:
+                    log.warning("controller call failed: %s %s", e.code(), e.details())
+                self.instance = ""
+                self.stop.wait(RETRY_DELAY)
+            except Exception:
+                log.exception("link loop error")
+                self.stop.wait(RETRY_DELAY)
+
+    # ---- process ------------------------------------------------------------------------------
+    def start(self) -> int:
+        self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=8), options=CHANNEL_OPTIONS)
+        agent_pb2_grpc.add_AgentServicer_to_server(AgentServicer(self.node, self.steps), self.server)
+        node_cfg = self.cfg.nodes[self.node]
+        port = node_cfg.port or self.cfg.slurmd_port
+        bound = self.server.add_insecure_port(f"{node_cfg.addr}:{port}")
+        if bound == 0:
+            raise OSError(f"cannot listen on {node_cfg.addr}:{port}")
+        self.server.start()
+        threading.Thread(target=self.link_loop, daemon=True, name="link").start()
+        log.info("agent %s listening on %s:%s, %d GPU(s)%s", self.node, node_cfg.addr, bound,
+                 len(self.gpus), " (simulated)" if self.gpus and self.gpus[0].simulated else "")
+        return bound
+
+    def shutdown(self) -> None:
+        self.stop.set()
+        self.server.stop(grace=1).wait()
+
+
+def main(node: str, conf_path: str | None = None, pid_file: str | None = None) -> None:
+    cfg = config_mod.load(conf_path)
+    agent = Agent(cfg, node)
+    agent.start()
+    if pid_file:
+        with open(pid_file, "w") as f:
+            f.write(f"{os.getpid()}\n")
+    done = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: done.set())
+    done.wait()
+    agent.shutdown()

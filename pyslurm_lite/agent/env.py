@@ -1,0 +1,96 @@
+"""The environment a batch script sees: the submitter's exported variables plus Slurm's.
+
+Names and formats follow Slurm 22.05 (see shared/slurm-reference/env_sbatch.txt), plus the
+PyTorch contract (MASTER_ADDR, MASTER_PORT, WORLD_SIZE ...) that distributed training reads.
+"""
+
+from __future__ import annotations
+
+import grp
+import pwd
+
+from ..config import Config, collect
+from ..model import Job
+
+
+def compress_counts(counts: list[int]) -> str:
+    """Slurm's run-length form: [2, 2, 1] -> '2(x2),1'."""
+    out, i = [], 0
+    while i < len(counts):
+        j = i
+        while j < len(counts) and counts[j] == counts[i]:
+            j += 1
+        out.append(f"{counts[i]}(x{j - i})" if j - i > 1 else str(counts[i]))
+        i = j
+    return ",".join(out)
+
+
+def _name(getter, ident: int) -> str:
+    try:
+        return getter(ident)[0]
+    except KeyError:
+        return str(ident)
+
+
+def batch_environment(job: Job, cfg: Config, node: str, node_addrs: dict[str, str],
+                      gpu_env: dict[str, str] | None = None) -> dict[str, str]:
+    spec = job.spec
+    env = dict(spec.environment) if spec.export.upper() != "NONE" else {}
+    names = job.node_names
+    nodelist = collect(names)
+    tasks = [spec.tasks_on_node(i) for i in range(len(names))]
+    first_addr = node_addrs.get(names[0], names[0]) if names else ""
+    here = job.allocations[0] if job.allocations else None
+    env.update({
+        "SLURM_JOB_ID": str(job.job_id), "SLURM_JOBID": str(job.job_id),
+        "SLURM_JOB_NAME": spec.name, "SLURM_JOB_USER": spec.user or _name(pwd.getpwuid, spec.uid),
+        "SLURM_JOB_UID": str(spec.uid), "SLURM_JOB_GID": str(spec.gid),
+        "SLURM_JOB_PARTITION": job.partition,
+        "SLURM_JOB_QOS": spec.qos or "normal",
+        "SLURM_SUBMIT_DIR": spec.submit_dir or spec.work_dir,
+        "SLURM_SUBMIT_HOST": spec.submit_host,
+        "SLURM_JOB_NODELIST": nodelist, "SLURM_NODELIST": nodelist,
+        "SLURM_JOB_NUM_NODES": str(len(names)), "SLURM_NNODES": str(len(names)),
+        "SLURM_NTASKS": str(spec.num_tasks), "SLURM_NPROCS": str(spec.num_tasks),
+        "SLURM_TASKS_PER_NODE": compress_counts(tasks),
+        "SLURM_JOB_CPUS_PER_NODE": compress_counts([a.cpus for a in job.allocations]),
+        "SLURM_CPUS_ON_NODE": str(here.cpus if here else 1),
+        "SLURMD_NODENAME": node, "SLURM_CLUSTER_NAME": cfg.cluster_name,
+        "SLURM_CONF": cfg.path, "SLURM_NODEID": "0", "SLURM_PROCID": "0", "SLURM_LOCALID": "0",
+        "SLURM_GTIDS": "0", "SLURM_TOPOLOGY_ADDR": node, "SLURM_TOPOLOGY_ADDR_PATTERN": "node",
+        "SLURM_WORKING_CLUSTER": f"{cfg.cluster_name}:{cfg.controller_addr or cfg.controller_host}:"
+                                 f"{cfg.controller_port}",
+        "ENVIRONMENT": "BATCH", "SLURM_RESTART_COUNT": str(job.restart_count),
+        "MASTER_ADDR": env.get("MASTER_ADDR", first_addr),
+        "MASTER_PORT": env.get("MASTER_PORT", str(job.master_port)),
+    })
+    if spec.account:
+        env["SLURM_JOB_ACCOUNT"] = spec.account
+    if spec.submit_host == "":
+        env.pop("SLURM_SUBMIT_HOST")
+    if spec.cpus_per_task > 1:
+        env["SLURM_CPUS_PER_TASK"] = str(spec.cpus_per_task)
+    if spec.ntasks_per_node:
+        env["SLURM_NTASKS_PER_NODE"] = str(spec.ntasks_per_node)
+    if spec.mem_per_node:
+        env["SLURM_MEM_PER_NODE"] = str(spec.mem_per_node)
+    elif spec.mem_per_cpu or cfg.def_mem_per_cpu:
+        env["SLURM_MEM_PER_CPU"] = str(spec.mem_per_cpu or cfg.def_mem_per_cpu)
+    if job.time_limit > 0:
+        env["SLURM_JOB_END_TIME"] = str(int(job.start_time + job.time_limit * 60))
+    env["SLURM_JOB_START_TIME"] = str(int(job.start_time))
+    env.update(gpu_env or {})
+    return env
+
+
+def gpu_environment(gpus: list[int]) -> dict[str, str]:
+    if not gpus:
+        return {}
+    ids = ",".join(str(g) for g in gpus)
+    return {"CUDA_VISIBLE_DEVICES": ids, "GPU_DEVICE_ORDINAL": ids, "SLURM_JOB_GPUS": ids,
+            "SLURM_STEP_GPUS": ids, "SLURM_GPUS_ON_NODE": str(len(gpus)),
+            "CUDA_DEVICE_ORDER": "PCI_BUS_ID", "ROCR_VISIBLE_DEVICES": ids,
+            "ZE_AFFINITY_MASK": ids}
+
+
+_ = grp  # group names are resolved by the submitter; kept for SLURM_JOB_GROUP later

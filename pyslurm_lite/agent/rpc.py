@@ -1,0 +1,39 @@
+"""The Agent gRPC servicer: thin, over the StepManager."""
+
+from __future__ import annotations
+
+from .. import wire
+from .._proto import agent_pb2 as pb, agent_pb2_grpc, types_pb2
+from ..model import Job
+from ..rpcutil import rpc_method
+from .stepmgr import StepManager
+
+
+class AgentServicer(agent_pb2_grpc.AgentServicer):
+    def __init__(self, node: str, steps: StepManager):
+        self.node, self.steps = node, steps
+
+    @rpc_method
+    def Ping(self, request, context):
+        running = [types_pb2.RunningJob(job_id=j, restart_count=r)
+                   for j, r in self.steps.running_jobs().items()]
+        return pb.AgentPingReply(node=self.node, running=running)
+
+    @rpc_method
+    def LaunchJobs(self, request, context):
+        addrs = dict(a.split("=", 1) for a in request.node_addrs)
+        accepted = []
+        for msg in request.jobs:
+            job = wire.from_msg(msg, Job)
+            self.steps.launch(job, addrs)
+            accepted.append(job.job_id)
+        return pb.LaunchJobsReply(accepted=accepted)
+
+    @rpc_method
+    def SignalJobs(self, request, context):
+        ids = list(request.job_ids)
+        if request.terminate:
+            done = self.steps.terminate(ids, request.reason)
+        else:
+            done = self.steps.signal(ids, request.signal, request.batch_only)
+        return pb.SignalJobsReply(job_ids=done)

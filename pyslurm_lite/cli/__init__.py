@@ -1,0 +1,1 @@
+"""Command-line tools with Slurm's names, flags, output formats and exit codes."""

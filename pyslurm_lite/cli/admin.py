@@ -1,0 +1,90 @@
+"""`pyslurm-lite`: the operator's command (daemons, local cluster)."""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+import click
+
+from ..errors import SlurmError
+
+
+def _logging(verbose: bool) -> None:
+    logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO,
+                        format="%(asctime)s %(name)s %(levelname)s %(message)s", stream=sys.stderr)
+
+
+class _Group(click.Group):
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except SlurmError as e:
+            for line in e.message.splitlines():
+                click.echo(f"pyslurm-lite: error: {line}", err=True)
+            sys.exit(1)
+
+
+@click.group(cls=_Group)
+def main():
+    """pyslurm-lite operator commands: daemons and a one-command local cluster."""
+
+
+@main.command()
+@click.option("--conf", default=None, help="slurm.conf path (default: $PYSLURM_LITE_CONF)")
+@click.option("--pid-file", default=None)
+@click.option("-v", "--verbose", is_flag=True)
+def controller(conf, pid_file, verbose):
+    """Run the controller daemon in the foreground."""
+    _logging(verbose)
+    from ..controller.daemon import main as run
+    run(conf, pid_file)
+
+
+@main.command()
+@click.option("--node", "node", required=True, help="this host's NodeName")
+@click.option("--conf", default=None)
+@click.option("--pid-file", default=None)
+@click.option("-v", "--verbose", is_flag=True)
+def agent(node, conf, pid_file, verbose):
+    """Run the agent daemon for NODE in the foreground."""
+    _logging(verbose)
+    from ..agent.daemon import main as run
+    run(node, conf, pid_file)
+
+
+@main.group()
+def cluster():
+    """A local cluster of one controller and N agents on this machine."""
+
+
+@cluster.command()
+@click.option("--nodes", default=2, show_default=True, type=click.IntRange(1, 64))
+@click.option("--cpus", default=2, show_default=True, type=click.IntRange(1, 4096))
+@click.option("--mem", default=2000, show_default=True, type=click.IntRange(1), help="MiB per node")
+@click.option("--gpus", default=0, show_default=True, type=click.IntRange(0, 64))
+@click.option("--dir", "directory", required=True, type=click.Path(file_okay=False))
+def up(nodes, cpus, mem, gpus, directory):
+    """Start (or restart) a local cluster in DIR and wait until its nodes are up."""
+    from .cluster import up as run
+    run(directory, nodes, cpus, mem, gpus, echo=click.echo)
+
+
+@cluster.command()
+@click.option("--dir", "directory", required=True, type=click.Path(file_okay=False))
+def down(directory):
+    """Stop the local cluster in DIR (and anything its jobs left running)."""
+    from .cluster import down as run
+    run(directory, echo=click.echo)
+
+
+@cluster.command()
+@click.option("--dir", "directory", required=True, type=click.Path(file_okay=False))
+def status(directory):
+    """Show whether DIR's daemons run."""
+    from .cluster import status as run
+    sys.exit(run(directory, echo=click.echo))
+
+
+if __name__ == "__main__":
+    main()

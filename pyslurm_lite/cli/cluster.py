@@ -1,0 +1,165 @@
+"""A local cluster in one command: a controller and N agents on loopback, as background daemons.
+
+DIR holds slurm.conf (written once, then the operator's to edit), gres.conf, the state database,
+agents' spools, logs and pid files. `up` on an existing DIR restarts whichever daemon is not
+running, on the same state; `down` stops them and anything their jobs left running.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import psutil
+
+from .. import config as config_mod
+from ..errors import ConfigError, SlurmError
+
+UP_TIMEOUT = 60.0  # seconds to wait for every node to register
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def write_config(directory: str, nodes: int, cpus: int, mem: int, gpus: int) -> str:
+    conf = os.path.join(directory, "slurm.conf")
+    names = [f"node{i}" for i in range(1, nodes + 1)]
+    lines = [
+        "# Written by `pyslurm-lite cluster up`; edit freely, `cluster up` keeps it as it is.",
+        "ClusterName=local",
+        "SlurmctldHost=localhost(127.0.0.1)",
+        f"SlurmctldPort={_free_port()}",
+        f"StateSaveLocation={os.path.join(directory, 'state')}",
+        f"DefMemPerCPU={max(mem // max(cpus, 1), 1)}",
+        "HeartbeatInterval=1",
+        "SlurmdTimeout=30",
+        "KillWait=5",
+    ]
+    gres = f" Gres=gpu:{gpus}" if gpus else ""
+    for name in names:
+        lines.append(f"NodeName={name} NodeAddr=127.0.0.1 Port={_free_port()} CPUs={cpus} "
+                     f"RealMemory={mem}{gres}")
+    lines.append("PartitionName=main Nodes=ALL Default=YES MaxTime=UNLIMITED State=UP")
+    with open(conf, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    if gpus:
+        with open(os.path.join(directory, "gres.conf"), "w") as f:
+            f.write(f"NodeName={config_mod.collect(names)} Name=gpu Count={gpus}\n")
+    return conf
+
+
+def _pid_alive(pid_file: str, conf: str) -> int:
+    """The pid in pid_file if that process is alive and is one of ours for this conf."""
+    try:
+        pid = int(open(pid_file).read().split()[0])
+        proc = psutil.Process(pid)
+        if proc.status() != psutil.STATUS_ZOMBIE and conf in " ".join(proc.cmdline()):
+            return pid
+    except (OSError, ValueError, IndexError, psutil.Error):
+        pass
+    return 0
+
+
+def _spawn(args: list[str], log_path: str, pid_file: str) -> int:
+    log = open(log_path, "ab")
+    proc = subprocess.Popen([sys.executable, "-m", "pyslurm_lite.cli.admin", *args, "--pid-file", pid_file],
+                            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                            start_new_session=True, close_fds=True)
+    with open(pid_file, "w") as f:
+        f.write(f"{proc.pid}\n")
+    return proc.pid
+
+
+def daemons(directory: str, cfg) -> list[tuple[str, list[str]]]:
+    conf = os.path.join(directory, "slurm.conf")
+    out = [("controller", ["controller", "--conf", conf])]
+    out += [(f"agent-{n}", ["agent", "--node", n, "--conf", conf]) for n in cfg.nodes]
+    return out
+
+
+def up(directory: str, nodes: int, cpus: int, mem: int, gpus: int, echo=print) -> str:
+    directory = os.path.abspath(directory)
+    os.makedirs(directory, exist_ok=True)
+    conf = os.path.join(directory, "slurm.conf")
+    if not os.path.exists(conf):
+        write_config(directory, nodes, cpus, mem, gpus)
+    cfg = config_mod.load(conf)
+    for name, args in daemons(directory, cfg):
+        pid_file = os.path.join(directory, f"{name}.pid")
+        if not _pid_alive(pid_file, conf):
+            _spawn(args, os.path.join(directory, f"{name}.log"), pid_file)
+    _wait_ready(directory, cfg)
+    echo(f"export PYSLURM_LITE_CONF={conf}")
+    return conf
+
+
+def _wait_ready(directory: str, cfg) -> None:
+    from ..client import Client
+    client = Client(cfg, timeout=2.0)
+    deadline = time.monotonic() + UP_TIMEOUT
+    last = "controller not answering"
+    while time.monotonic() < deadline:
+        for name, _ in daemons(directory, cfg):
+            if not _pid_alive(os.path.join(directory, f"{name}.pid"), cfg.path):
+                log = os.path.join(directory, f"{name}.log")
+                tail = open(log).read()[-600:] if os.path.exists(log) else ""
+                raise SlurmError(f"{name} exited during start-up; end of {log}:\n{tail}")
+        try:
+            nodes, _ = client.nodes()
+            waiting = [n.config.name for n in nodes if n.state in ("UNKNOWN", "DOWN") or not n.responding]
+            if not waiting:
+                return
+            last = f"nodes not up yet: {','.join(waiting)}"
+        except SlurmError as e:
+            last = e.message
+        time.sleep(0.1)
+    raise SlurmError(f"cluster did not come up within {UP_TIMEOUT:.0f}s: {last}")
+
+
+def down(directory: str, echo=print) -> None:
+    directory = os.path.abspath(directory)
+    conf = os.path.join(directory, "slurm.conf")
+    if not os.path.exists(conf):
+        raise ConfigError(f"no local cluster in {directory} (no slurm.conf)")
+    pids = []
+    for pid_file in glob.glob(os.path.join(directory, "*.pid")):
+        pid = _pid_alive(pid_file, conf)
+        if pid:
+            os.kill(pid, signal.SIGTERM)
+            pids.append(pid)
+        os.unlink(pid_file)
+    _, alive = psutil.wait_procs([psutil.Process(p) for p in pids if psutil.pid_exists(p)], timeout=5)
+    for proc in alive:
+        proc.kill()
+    _kill_leftover_jobs(directory)
+    echo(f"stopped {len(pids)} daemon(s)")
+
+
+def _kill_leftover_jobs(directory: str) -> None:
+    """Jobs outlive their agent by design (an agent restart must not kill them); `down` must."""
+    for pid_file in glob.glob(os.path.join(directory, "state", "agent-*", "job*", "pid")):
+        try:
+            pid = int(open(pid_file).read().split()[0])
+            os.killpg(pid, signal.SIGKILL)
+        except (OSError, ValueError, IndexError):
+            pass
+
+
+def status(directory: str, echo=print) -> int:
+    directory = os.path.abspath(directory)
+    conf = os.path.join(directory, "slurm.conf")
+    cfg = config_mod.load(conf)
+    down_count = 0
+    for name, _ in daemons(directory, cfg):
+        pid = _pid_alive(os.path.join(directory, f"{name}.pid"), conf)
+        echo(f"{name:<16} {'running pid ' + str(pid) if pid else 'stopped'}")
+        down_count += 0 if pid else 1
+    return 0 if down_count == 0 else 1

@@ -1,0 +1,74 @@
+"""scancel: cancel or signal jobs by id or by filter (-u, -t, -p, -n, -w)."""
+
+from __future__ import annotations
+
+import signal as _signal
+import sys
+
+from .common import SlurmArgParser, fail, run, split_list
+
+PROG = "scancel"
+
+
+def parse_signal(name: str) -> int:
+    name = name.upper().removeprefix("SIG")
+    if name.isdigit():
+        return int(name)
+    try:
+        return int(getattr(_signal, "SIG" + name))
+    except AttributeError:
+        fail(PROG, f"Invalid job signal: {name}")
+
+
+def main_args(argv: list[str]) -> int:
+    p = SlurmArgParser(prog=PROG, allow_abbrev=False)
+    a = p.add_argument
+    a("job_ids", nargs="*")
+    a("-u", "--user", action="append")
+    a("--me", action="store_true")
+    a("-t", "--state", action="append")
+    a("-p", "--partition", action="append")
+    a("-n", "--name", "--jobname", dest="name", action="append")
+    a("-w", "--nodelist", action="append")
+    a("-s", "--signal")
+    a("-b", "--batch", action="store_true")
+    a("-f", "--full", action="store_true")
+    a("-q", "--quiet", action="store_true")
+    a("-v", "--verbose", action="store_true")
+    ns = p.parse_args(argv)
+    ids = []
+    for raw in ns.job_ids:
+        for v in raw.split(","):
+            head = v.split("_")[0].split(".")[0]
+            if not head.isdigit():
+                fail(PROG, f"Invalid job id {v}")
+            ids.append(int(head))
+    users = split_list(ns.user)
+    if ns.me:
+        import os, pwd
+        users.append(pwd.getpwuid(os.getuid()).pw_name)
+    states = [s.upper() for s in split_list(ns.state)]
+    from .jobfields import COMPACT
+    long_of = {v: k for k, v in COMPACT.items()}
+    states = [long_of.get(s, s) for s in states]
+    if not (ids or users or states or ns.partition or ns.name or ns.nodelist):
+        fail(PROG, "No job identification provided")
+    signo = parse_signal(ns.signal) if ns.signal else 0
+    from ..client import Client
+    done, errors = Client().cancel(job_ids=ids, signal=signo, batch_only=ns.batch, full=ns.full,
+                                   states=states, users=users, partitions=split_list(ns.partition),
+                                   names=split_list(ns.name), nodes=split_list(ns.nodelist))
+    for job_id, message in errors:
+        if "Kill job error" in message:
+            sys.stderr.write(f"{PROG}: error: {message}\n")
+        else:
+            sys.stderr.write(f"{PROG}: error: Kill job error on job id {job_id}: {message}\n")
+    return 1 if errors else 0
+
+
+def main() -> None:
+    run(PROG, main_args)
+
+
+if __name__ == "__main__":
+    main()

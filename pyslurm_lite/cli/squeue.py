@@ -1,0 +1,94 @@
+"""squeue: list jobs in Slurm's default columns, or by -o/--format."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+from . import fmt
+from .common import SlurmArgParser, fail, run, split_list
+from .jobfields import COMPACT, HEADERS, job_field
+
+PROG = "squeue"
+DEFAULT_FORMAT = "%.18i %.9P %.8j %.8u %.2t %.10M %.6D %R"
+LONG_FORMAT = "%.18i %.9P %.8j %.8u %.8T %.10M %.9l %.6D %R"
+STATE_ORDER = {"PENDING": 0, "RUNNING": 1, "SUSPENDED": 2, "COMPLETING": 3}
+
+
+def build_parser() -> SlurmArgParser:
+    p = SlurmArgParser(prog=PROG, allow_abbrev=False, add_help=False)
+    a = p.add_argument
+    a("-j", "--jobs", action="append")
+    a("-u", "--user", action="append")
+    a("--me", action="store_true")
+    a("-t", "--states", action="append")
+    a("-p", "--partition", action="append")
+    a("-n", "--name", action="append")
+    a("-w", "--nodelist", action="append")
+    a("-h", "--noheader", action="store_true")
+    a("-o", "--format")
+    a("-l", "--long", action="store_true")
+    a("-a", "--all", action="store_true")
+    a("-r", "--array", action="store_true")
+    a("-i", "--iterate", type=int)
+    a("--sort")
+    p.add_argument("--help", action="help")
+    return p
+
+
+def _states(values) -> list[str]:
+    wanted = []
+    long_of = {v: k for k, v in COMPACT.items()}
+    for s in split_list(values):
+        s = s.upper()
+        if s == "ALL":
+            return list(COMPACT)
+        if s in COMPACT:
+            wanted.append(s)
+        elif s in long_of:
+            wanted.append(long_of[s])
+        else:
+            fail(PROG, f"Invalid job state specified: {s}")
+    return wanted
+
+
+def _job_ids(values) -> list[int]:
+    ids = []
+    for v in split_list(values):
+        if not v.split("_")[0].isdigit():
+            fail(PROG, f"Invalid job id: {v}")
+        ids.append(int(v.split("_")[0]))
+    return ids
+
+
+def main_args(argv: list[str]) -> int:
+    ns = build_parser().parse_args(argv)
+    ids, states = _job_ids(ns.jobs), _states(ns.states)
+    users = split_list(ns.user)
+    if ns.me:
+        import pwd, os
+        users.append(pwd.getpwuid(os.getuid()).pw_name)
+    from ..client import Client
+    jobs, now = Client().jobs(job_ids=ids, states=states, users=users,
+                              partitions=split_list(ns.partition), names=split_list(ns.name),
+                              nodes=split_list(ns.nodelist))
+    jobs.sort(key=lambda j: (STATE_ORDER.get(j.state, 4), -(0 if j.held else j.priority), j.job_id))
+    form = ns.format or (LONG_FORMAT if ns.long else DEFAULT_FORMAT)
+    tokens = fmt.parse(form)
+    out = []
+    if ns.long and not ns.format:
+        out.append(time.strftime("%a %b %d %H:%M:%S %Y", time.localtime(now)))
+    if not ns.noheader:
+        out.append(fmt.render(tokens, HEADERS))
+    for job in jobs:
+        out.append(fmt.render_row(tokens, lambda letter, j=job: job_field(j, letter, now)))
+    sys.stdout.write("\n".join(out) + ("\n" if out else ""))
+    return 0
+
+
+def main() -> None:
+    run(PROG, main_args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,316 @@
+"""slurm.conf and gres.conf, a subset in Slurm's own syntax, parsed into a frozen Config.
+
+Owns: finding the file (PYSLURM_LITE_CONF, then /etc/pyslurm-lite/slurm.conf), parsing lines of
+Key=Value pairs (NodeName and PartitionName lines hold several), validating values, expanding
+hostlists. Every error names the file and the line. Must not: open sockets or touch state.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+from dataclasses import dataclass, field
+
+import hostlist as _hostlist
+
+from .errors import ConfigError
+from .model import UNLIMITED, GresRequest, NodeConfig, Partition
+from .units import parse_time_limit
+
+DEFAULT_CONF = "/etc/pyslurm-lite/slurm.conf"
+ENV_CONF = "PYSLURM_LITE_CONF"
+
+
+@dataclass
+class GresDevice:
+    """One gres.conf device line, expanded: a GPU index with its type and device file."""
+
+    name: str
+    type: str = ""
+    file: str = ""
+    index: int = 0
+
+
+@dataclass
+class Config:
+    path: str = ""
+    cluster_name: str = "cluster"
+    controller_host: str = "localhost"
+    controller_addr: str = ""
+    controller_port: int = 6817
+    slurmd_port: int = 6818
+    state_save_location: str = "/var/spool/pyslurm-lite"
+    database_url: str = ""
+    slurmd_spool_dir: str = ""
+    def_mem_per_cpu: int = 0
+    def_mem_per_node: int = 0
+    kill_wait: int = 30  # seconds between SIGTERM and SIGKILL
+    slurmd_timeout: int = 300  # seconds of silence before a node is marked DOWN
+    heartbeat_interval: float = 2.0  # seconds between agent heartbeats
+    job_requeue: bool = True
+    return_to_service: int = 1
+    first_job_id: int = 1
+    task_plugin: str = "task/none"
+    proctrack_type: str = "proctrack/pgid"
+    gres_types: list[str] = field(default_factory=list)
+    nodes: dict[str, NodeConfig] = field(default_factory=dict)
+    partitions: dict[str, Partition] = field(default_factory=dict)
+    gres_devices: dict[str, list[GresDevice]] = field(default_factory=dict)
+    gres_autodetect: str = ""
+    extra: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def controller_target(self) -> str:
+        return f"{self.controller_addr or self.controller_host}:{self.controller_port}"
+
+    @property
+    def db_url(self) -> str:
+        return self.database_url or f"sqlite:///{os.path.join(self.state_save_location, 'state.db')}"
+
+    def default_partition(self) -> Partition | None:
+        for p in self.partitions.values():
+            if p.default:
+                return p
+        return next(iter(self.partitions.values()), None)
+
+    def node_partitions(self, node: str) -> list[str]:
+        return [p.name for p in self.partitions.values() if node in p.nodes]
+
+
+def conf_path(explicit: str | None = None) -> str:
+    return explicit or os.environ.get(ENV_CONF) or DEFAULT_CONF
+
+
+def load(path: str | None = None) -> Config:
+    """Read slurm.conf (and gres.conf beside it); ConfigError when missing or malformed."""
+    path = conf_path(path)
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except OSError as e:
+        raise ConfigError(f"cannot read configuration file {path}: {e.strerror}") from None
+    cfg = parse(text, path)
+    gres_path = os.path.join(os.path.dirname(os.path.abspath(path)), "gres.conf")
+    if os.path.exists(gres_path):
+        with open(gres_path, encoding="utf-8") as f:
+            parse_gres(f.read(), gres_path, cfg)
+    return cfg
+
+
+def _pairs(line: str, where: str) -> list[tuple[str, str]]:
+    try:
+        words = shlex.split(line, comments=False, posix=True)
+    except ValueError as e:
+        raise ConfigError(f"{where}: cannot parse line: {e}") from None
+    pairs = []
+    for w in words:
+        if "=" not in w:
+            raise ConfigError(f"{where}: expected Key=Value, got '{w}'")
+        k, v = w.split("=", 1)
+        if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", k):
+            raise ConfigError(f"{where}: bad key '{k}'")
+        pairs.append((k.lower(), v))
+    return pairs
+
+
+def _lines(text: str, path: str):
+    for no, raw in enumerate(text.splitlines(), 1):
+        line = raw.split("#", 1)[0].strip()
+        if line:
+            yield f"{path}:{no}", line
+
+
+def _int(value: str, key: str, where: str, minimum: int = 0) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        raise ConfigError(f"{where}: {key}={value} is not a number") from None
+    if n < minimum:
+        raise ConfigError(f"{where}: {key}={value} must be at least {minimum}")
+    return n
+
+
+def expand(expr: str, where: str = "") -> list[str]:
+    """A hostlist expression (node[1-4,7]) to names; ConfigError naming `where` when malformed."""
+    try:
+        names = _hostlist.expand_hostlist(expr)
+    except _hostlist.BadHostlist as e:
+        raise ConfigError(f"{where}: bad hostlist '{expr}': {e}".lstrip(": ")) from None
+    if not names:
+        raise ConfigError(f"{where}: empty hostlist '{expr}'".lstrip(": "))
+    return names
+
+
+def collect(names) -> str:
+    """Names back to a compact hostlist expression (node[1-2,4])."""
+    return _hostlist.collect_hostlist(list(names)) if names else ""
+
+
+def parse_gres_spec(spec: str, where: str = "") -> list[GresRequest]:
+    """'gpu:a100:4,gpu:2' -> GresRequests; Slurm's NodeName Gres= and --gres syntax."""
+    out = []
+    for item in filter(None, spec.split(",")):
+        parts = item.split(":")
+        name = parts[0]
+        count, gtype = 1, ""
+        if len(parts) == 2:
+            if parts[1].isdigit():
+                count = int(parts[1])
+            else:
+                gtype = parts[1]
+        elif len(parts) == 3:
+            gtype, count_s = parts[1], parts[2]
+            if not count_s.isdigit():
+                raise ConfigError(f"{where}: bad gres count in '{item}'".lstrip(": "))
+            count = int(count_s)
+        elif len(parts) > 3 or not name:
+            raise ConfigError(f"{where}: bad gres '{item}'".lstrip(": "))
+        if not re.fullmatch(r"[A-Za-z][\w.-]*", name):
+            raise ConfigError(f"{where}: bad gres name in '{item}'".lstrip(": "))
+        out.append(GresRequest(name=name, type=gtype, count=count))
+    return out
+
+
+_SIMPLE_KEYS = {
+    "clustername": ("cluster_name", str),
+    "slurmctldport": ("controller_port", int),
+    "slurmdport": ("slurmd_port", int),
+    "statesavelocation": ("state_save_location", str),
+    "databaseurl": ("database_url", str),
+    "slurmdspooldir": ("slurmd_spool_dir", str),
+    "defmempercpu": ("def_mem_per_cpu", int),
+    "defmempernode": ("def_mem_per_node", int),
+    "killwait": ("kill_wait", int),
+    "slurmdtimeout": ("slurmd_timeout", int),
+    "heartbeatinterval": ("heartbeat_interval", float),
+    "returntoservice": ("return_to_service", int),
+    "firstjobid": ("first_job_id", int),
+    "taskplugin": ("task_plugin", str),
+    "proctracktype": ("proctrack_type", str),
+}
+
+
+def parse(text: str, path: str = "slurm.conf") -> Config:
+    cfg = Config(path=path)
+    for where, line in _lines(text, path):
+        pairs = _pairs(line, where)
+        key, value = pairs[0]
+        if key == "nodename":
+            _node_line(cfg, pairs, where)
+        elif key == "partitionname":
+            _partition_line(cfg, pairs, where)
+        elif len(pairs) > 1:
+            raise ConfigError(f"{where}: only NodeName and PartitionName lines take several keys")
+        else:
+            _simple_key(cfg, key, value, where)
+    _validate(cfg)
+    return cfg
+
+
+def _simple_key(cfg: Config, key: str, value: str, where: str) -> None:
+    if key == "slurmctldhost":
+        # SlurmctldHost=name(addr) as in Slurm
+        m = re.fullmatch(r"([^()]+)(?:\(([^()]+)\))?", value)
+        if not m:
+            raise ConfigError(f"{where}: bad SlurmctldHost={value}")
+        cfg.controller_host, cfg.controller_addr = m.group(1), m.group(2) or ""
+    elif key == "jobrequeue":
+        cfg.job_requeue = value.strip() not in ("0", "no", "NO")
+    elif key == "grestypes":
+        cfg.gres_types = [t for t in value.split(",") if t]
+    elif key in _SIMPLE_KEYS:
+        attr, kind = _SIMPLE_KEYS[key]
+        if kind is int:
+            setattr(cfg, attr, _int(value, key, where))
+        elif kind is float:
+            try:
+                setattr(cfg, attr, float(value))
+            except ValueError:
+                raise ConfigError(f"{where}: {key}={value} is not a number") from None
+        else:
+            setattr(cfg, attr, value)
+    else:
+        # Other Slurm keys are kept so a real slurm.conf loads; later issues read them from here.
+        cfg.extra[key] = value
+
+
+def _node_line(cfg: Config, pairs, where: str) -> None:
+    names = expand(pairs[0][1], where)
+    if pairs[0][1].upper() == "DEFAULT":
+        raise ConfigError(f"{where}: NodeName=DEFAULT is not supported")
+    opts = dict(pairs[1:])
+    addrs = expand(opts["nodeaddr"], where) if "nodeaddr" in opts else []
+    if addrs and len(addrs) not in (1, len(names)):
+        raise ConfigError(f"{where}: NodeAddr lists {len(addrs)} addresses for {len(names)} nodes")
+    ports = expand(opts["port"], where) if "port" in opts else []
+    for i, name in enumerate(names):
+        node = NodeConfig(name=name)
+        node.addr = (addrs[i] if len(addrs) > 1 else addrs[0]) if addrs else name
+        if ports:
+            node.port = _int(ports[i] if len(ports) > 1 else ports[0], "Port", where, 1)
+        node.cpus = _int(opts.get("cpus", "1"), "CPUs", where, 1)
+        node.real_memory = _int(opts.get("realmemory", "1"), "RealMemory", where, 1)
+        node.gres = parse_gres_spec(opts.get("gres", ""), where)
+        node.features = [f for f in re.split(r"[,&]", opts.get("feature", opts.get("features", ""))) if f]
+        node.weight = _int(opts.get("weight", "1"), "Weight", where, 0)
+        node.sockets = _int(opts.get("sockets", "1"), "Sockets", where, 1)
+        node.cores_per_socket = _int(opts.get("corespersocket", "0"), "CoresPerSocket", where)
+        node.threads_per_core = _int(opts.get("threadspercore", "1"), "ThreadsPerCore", where, 1)
+        if name in cfg.nodes:
+            raise ConfigError(f"{where}: node {name} is declared twice")
+        cfg.nodes[name] = node
+
+
+def _partition_line(cfg: Config, pairs, where: str) -> None:
+    name = pairs[0][1]
+    opts = dict(pairs[1:])
+    part = Partition(name=name)
+    nodes_expr = opts.get("nodes", "")
+    if nodes_expr.upper() == "ALL":
+        part.nodes = list(cfg.nodes)
+    elif nodes_expr:
+        part.nodes = expand(nodes_expr, where)
+    part.default = opts.get("default", "NO").upper() == "YES"
+    try:
+        part.max_time = parse_time_limit(opts.get("maxtime", "UNLIMITED"))
+        part.default_time = parse_time_limit(opts.get("defaulttime", "UNLIMITED"))
+    except Exception as e:  # InvalidRequest from the time parser, re-worded for a config file
+        raise ConfigError(f"{where}: {getattr(e, 'message', e)}") from None
+    max_nodes = opts.get("maxnodes", "UNLIMITED")
+    part.max_nodes = UNLIMITED if max_nodes.upper() == "UNLIMITED" else _int(max_nodes, "MaxNodes", where, 1)
+    part.state = opts.get("state", "UP").upper()
+    if part.state not in ("UP", "DOWN", "DRAIN", "INACTIVE"):
+        raise ConfigError(f"{where}: bad partition State={part.state}")
+    part.priority_tier = _int(opts.get("prioritytier", "1"), "PriorityTier", where)
+    if name in cfg.partitions:
+        raise ConfigError(f"{where}: partition {name} is declared twice")
+    cfg.partitions[name] = part
+
+
+def _validate(cfg: Config) -> None:
+    for part in cfg.partitions.values():
+        unknown = [n for n in part.nodes if n not in cfg.nodes]
+        if unknown:
+            raise ConfigError(f"{cfg.path}: partition {part.name} names unknown nodes {collect(unknown)}")
+    if cfg.nodes and not cfg.partitions:
+        raise ConfigError(f"{cfg.path}: no PartitionName line: jobs would have nowhere to run")
+
+
+def parse_gres(text: str, path: str, cfg: Config) -> None:
+    """gres.conf: AutoDetect=nvml, or Name=gpu [Type=t] File=/dev/nvidia[0-3] [NodeName=...]."""
+    for where, line in _lines(text, path):
+        opts = dict(_pairs(line, where))
+        if set(opts) == {"autodetect"}:
+            cfg.gres_autodetect = opts["autodetect"].lower()
+            continue
+        if "name" not in opts:
+            raise ConfigError(f"{where}: a gres.conf line needs Name=")
+        nodes = expand(opts["nodename"], where) if "nodename" in opts else list(cfg.nodes)
+        files = expand(opts["file"], where) if "file" in opts else []
+        count = _int(opts.get("count", str(len(files) or 1)), "Count", where, 1)
+        for node in nodes:
+            devs = cfg.gres_devices.setdefault(node, [])
+            for i in range(max(count, len(files))):
+                devs.append(GresDevice(name=opts["name"], type=opts.get("type", ""),
+                                       file=files[i] if i < len(files) else "", index=len(devs)))

@@ -1,0 +1,1 @@
+"""The controller daemon (slurmctld's role)."""

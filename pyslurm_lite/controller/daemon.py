@@ -1,0 +1,114 @@
+"""The controller process: wires store, state, managers, dispatcher and the gRPC server, and runs
+the loops.
+
+Loops are `run_once(now)` functions wrapped by `run_forever()`:
+  - scheduler: woken by any change (submit, end, node up), passes are coalesced so a burst of
+    submissions is a few passes, not one per job; also a periodic pass for --begin times;
+  - monitor: time limits, silent nodes, forgetting old finished jobs.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import threading
+import time
+from concurrent import futures
+
+import grpc
+
+from .. import config as config_mod
+from .._proto import controller_pb2_grpc
+from ..rpcutil import CHANNEL_OPTIONS
+from ..sched import schedule
+from .dispatch import Dispatcher
+from .job_mgr import JobManager
+from .node_mgr import NodeManager
+from .rpc import ControllerServicer
+from .state import ClusterState
+from .store import Store
+
+log = logging.getLogger("pyslurm_lite.controller")
+
+SCHED_PERIOD = 1.0  # seconds between unprompted scheduling passes (begin times, reasons)
+MONITOR_PERIOD = 1.0  # seconds between time-limit / silent-node checks
+
+
+class Controller:
+    def __init__(self, cfg, clock=time.time):
+        self.cfg = cfg
+        self.store = Store(cfg.db_url)
+        self.state = ClusterState(cfg, self.store, clock)
+        self.jobs = JobManager(self.state)
+        self.nodes = NodeManager(self.state, self.jobs)
+        self.dispatch = Dispatcher(self.state, on_launched=lambda ids: self.nodes.note_dispatched(ids, clock()))
+        self.stop = threading.Event()
+        self.server = None
+
+    def schedule_once(self, now: float) -> int:
+        with self.state.lock:
+            snap = self.state.snapshot()
+        plan = schedule(snap, now)
+        effects = self.jobs.apply_plan(plan)
+        self.dispatch.send(effects)
+        return len(plan.starts)
+
+    def monitor_once(self, now: float) -> None:
+        self.dispatch.send(self.jobs.time_limits(now))
+        self.dispatch.send(self.nodes.monitor(now))
+        with self.state.lock:
+            self.state.purge_old(now)
+
+    def _scheduler_loop(self) -> None:
+        while not self.stop.is_set():
+            self.state.changed.wait(SCHED_PERIOD)
+            self.state.changed.clear()
+            try:
+                self.schedule_once(self.state.clock())
+            except Exception:
+                log.exception("scheduling pass failed")
+
+    def _monitor_loop(self) -> None:
+        while not self.stop.wait(MONITOR_PERIOD):
+            try:
+                self.monitor_once(self.state.clock())
+            except Exception:
+                log.exception("monitor pass failed")
+
+    def start(self, bind: str | None = None) -> int:
+        self.state.recover()
+        self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=16), options=CHANNEL_OPTIONS)
+        controller_pb2_grpc.add_ControllerServicer_to_server(
+            ControllerServicer(self.state, self.jobs, self.nodes, self.dispatch), self.server)
+        port = self.server.add_insecure_port(bind or f"0.0.0.0:{self.cfg.controller_port}")
+        if port == 0:
+            raise OSError(f"cannot listen on port {self.cfg.controller_port}")
+        self.server.start()
+        for loop in (self._scheduler_loop, self._monitor_loop):
+            threading.Thread(target=loop, daemon=True, name=loop.__name__).start()
+        log.info("controller %s listening on %s (instance %s)", self.cfg.cluster_name, port,
+                 self.state.instance)
+        return port
+
+    def shutdown(self) -> None:
+        self.stop.set()
+        self.state.changed.set()
+        if self.server:
+            self.server.stop(grace=1).wait()
+        self.dispatch.close()
+        self.store.close()
+
+
+def main(conf_path: str | None = None, pid_file: str | None = None) -> None:
+    cfg = config_mod.load(conf_path)
+    ctl = Controller(cfg)
+    ctl.start()
+    if pid_file:
+        with open(pid_file, "w") as f:
+            f.write(f"{os.getpid()}\n")
+    done = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: done.set())
+    done.wait()
+    ctl.shutdown()

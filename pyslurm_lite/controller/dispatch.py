@@ -1,0 +1,80 @@
+"""Carries Effects to agents over gRPC: launches and signals, one batched call per node.
+
+Owns: channels to agents (one per node, reused) and a small pool of sender threads, so a slow or
+dead agent never blocks the scheduler or an RPC handler. Failures are logged; reconciliation on
+heartbeat/registration repairs what a lost message left behind.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import grpc
+
+from .. import wire
+from .._proto import agent_pb2, agent_pb2_grpc, types_pb2
+from ..rpcutil import client_channel
+from .job_mgr import Effects, Launch, Signal
+from .state import ClusterState
+
+log = logging.getLogger("pyslurm_lite.controller.dispatch")
+
+LAUNCH_TIMEOUT = 30.0  # seconds for an agent to accept a batch of launches
+
+
+class Dispatcher:
+    def __init__(self, state: ClusterState, on_launched=None):
+        self.s = state
+        self._stubs: dict[str, agent_pb2_grpc.AgentStub] = {}
+        self._lock = threading.Lock()
+        self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="dispatch")
+        self.on_launched = on_launched
+
+    def _stub(self, node: str) -> agent_pb2_grpc.AgentStub:
+        with self._lock:
+            stub = self._stubs.get(node)
+            if stub is None:
+                cfg = self.s.cfg.nodes[node]
+                target = f"{cfg.addr}:{cfg.port or self.s.cfg.slurmd_port}"
+                stub = agent_pb2_grpc.AgentStub(client_channel(target))
+                self._stubs[node] = stub
+            return stub
+
+    def send(self, effects: Effects) -> None:
+        for launch in effects.launches:
+            self._pool.submit(self._launch, launch)
+        for sig in effects.signals:
+            self._pool.submit(self._signal, sig)
+
+    def _node_addrs(self, launch: Launch) -> list[str]:
+        names = {a.node for job in launch.jobs for a in job.allocations}
+        return [f"{n}={self.s.cfg.nodes[n].addr}" for n in sorted(names)]
+
+    def _launch(self, launch: Launch) -> None:
+        req = agent_pb2.LaunchJobsRequest(instance=self.s.instance, node_addrs=self._node_addrs(launch))
+        for job in launch.jobs:
+            wire.fill_msg(req.jobs.add(), job)
+        if self.on_launched:
+            self.on_launched([j.job_id for j in launch.jobs])
+        try:
+            self._stub(launch.node).LaunchJobs(req, timeout=LAUNCH_TIMEOUT)
+        except grpc.RpcError as e:
+            log.warning("launch of %s on %s failed: %s", [j.job_id for j in launch.jobs],
+                        launch.node, e.code())
+
+    def _signal(self, sig: Signal) -> None:
+        req = agent_pb2.SignalJobsRequest(job_ids=sig.job_ids, signal=sig.signal,
+                                          batch_only=sig.batch_only, terminate=sig.terminate,
+                                          reason=sig.reason)
+        try:
+            self._stub(sig.node).SignalJobs(req, timeout=10.0)
+        except grpc.RpcError as e:
+            log.warning("signal %s to %s on %s failed: %s", sig.signal, sig.job_ids, sig.node, e.code())
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+_ = types_pb2  # the Job message type travels inside LaunchJobsRequest

@@ -1,0 +1,324 @@
+"""Job lifecycle in the controller: submit, cancel, hold/release/requeue, start, end.
+
+Every operation changes memory and commits to the store under the state lock, then returns the
+Effects (launches, signals) that dispatch must carry to agents once the lock is released. So
+nothing reaches an agent before the state that explains it is durable.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal as _signal
+from dataclasses import dataclass, field
+
+from ..errors import InvalidRequest, NotFound, PermissionDenied, StaleState
+from ..model import Job, JobSpec, JobState, NodeAllocation, Reason
+from ..sched import Plan
+from .state import ClusterState
+from .validate import validate_spec
+
+log = logging.getLogger("pyslurm_lite.controller.jobs")
+
+BASE_PRIORITY = 4294901759  # priority/basic: Slurm's first job priority, decreasing by one
+MASTER_PORT_BASE = 29500  # MASTER_PORT range for distributed training, one port per job
+MASTER_PORT_RANGE = 2000
+
+
+@dataclass
+class Launch:
+    node: str
+    jobs: list[Job]
+
+
+@dataclass
+class Signal:
+    node: str
+    job_ids: list[int]
+    signal: int = 0
+    terminate: bool = False
+    batch_only: bool = False
+    reason: str = ""
+
+
+@dataclass
+class Effects:
+    launches: list[Launch] = field(default_factory=list)
+    signals: list[Signal] = field(default_factory=list)
+
+    def extend(self, other: "Effects") -> None:
+        self.launches += other.launches
+        self.signals += other.signals
+
+
+@dataclass
+class Caller:
+    uid: int
+    user: str = ""
+
+    @property
+    def is_operator(self) -> bool:
+        return self.uid == 0
+
+
+@dataclass
+class JobFilter:
+    job_ids: list[int] = field(default_factory=list)
+    states: list[str] = field(default_factory=list)
+    users: list[str] = field(default_factory=list)
+    partitions: list[str] = field(default_factory=list)
+    names: list[str] = field(default_factory=list)
+    include_finished: bool = False
+    nodes: list[str] = field(default_factory=list)
+
+    def matches(self, job: Job) -> bool:
+        if self.job_ids and job.job_id not in self.job_ids:
+            return False
+        if self.states and job.state.value not in self.states:
+            return False
+        if not self.states and not self.job_ids and not self.include_finished and job.state.is_final:
+            return False
+        if self.users and job.spec.user not in self.users and str(job.spec.uid) not in self.users:
+            return False
+        if self.partitions and job.partition not in self.partitions:
+            return False
+        if self.names and job.spec.name not in self.names:
+            return False
+        if self.nodes and not set(self.nodes) & set(job.node_names):
+            return False
+        return True
+
+
+class JobManager:
+    def __init__(self, state: ClusterState):
+        self.s = state
+
+    # ---- submit -------------------------------------------------------------------------------
+    def submit(self, spec: JobSpec, caller: Caller) -> int:
+        if not caller.is_operator and spec.uid != caller.uid:
+            raise PermissionDenied("Access/permission denied: a job runs as its submitter")
+        part, limit = validate_spec(self.s.cfg, spec)
+        now = self.s.clock()
+        with self.s.lock:
+            job_id = self.s.next_job_id
+            job = Job(job_id=job_id, spec=spec, submit_time=now, eligible_time=spec.begin_time or now,
+                      priority=max(BASE_PRIORITY - job_id, 1), held=spec.hold, time_limit=limit,
+                      partition=part.name, reason=Reason.HELD_USER if spec.hold else Reason.NONE)
+            self.s.store.insert_jobs([job])  # durable before the id is handed out
+            self.s.next_job_id += 1
+            self.s.jobs[job_id] = job
+            self.s.touch(job)
+        self.s.changed.set()
+        return job_id
+
+    # ---- queries ------------------------------------------------------------------------------
+    def find(self, flt: JobFilter) -> list[Job]:
+        with self.s.lock:
+            jobs = [j for j in self.s.jobs.values() if flt.matches(j)]
+        missing = [i for i in flt.job_ids if i not in self.s.jobs]
+        if missing:
+            jobs += [j for j in self.s.store.load_finished(missing) if flt.matches(j)]
+        if flt.job_ids and not jobs:
+            raise NotFound("Invalid job id specified")
+        return jobs
+
+    def _own(self, job: Job, caller: Caller) -> None:
+        if not caller.is_operator and job.spec.uid != caller.uid:
+            raise PermissionDenied(f"Kill job error on job id {job.job_id}: Access/permission denied")
+
+    # ---- cancel and signal --------------------------------------------------------------------
+    def cancel(self, flt: JobFilter, caller: Caller, signo: int = 0, batch_only: bool = False
+               ) -> tuple[list[int], list[tuple[int, str]], Effects]:
+        done, errors, effects = [], [], Effects()
+        with self.s.lock:
+            targets = [j for j in self.s.jobs.values() if flt.matches(j)]
+            if flt.job_ids:
+                known = {j.job_id for j in targets}
+                errors += [(i, "Invalid job id specified") for i in flt.job_ids if i not in self.s.jobs]
+                targets = [j for j in targets if j.job_id in known]
+            changed = []
+            for job in targets:
+                try:
+                    self._own(job, caller)
+                except PermissionDenied as e:
+                    errors.append((job.job_id, e.message))
+                    continue
+                if job.state.is_final:
+                    continue
+                if signo and job.state == JobState.RUNNING:
+                    effects.signals += self._signal_effects(job, signo, batch_only=batch_only)
+                elif not signo or job.state == JobState.PENDING:
+                    effects.signals += self._end(job, JobState.CANCELLED, Reason.NONE)
+                    changed.append(job)
+                done.append(job.job_id)
+            self.s.save(changed)
+        if changed:
+            self.s.changed.set()
+        return done, errors, effects
+
+    def _signal_effects(self, job: Job, signo: int, terminate: bool = False, batch_only: bool = False,
+                        reason: str = "") -> list[Signal]:
+        nodes = job.node_names[:1] if batch_only else job.node_names
+        return [Signal(n, [job.job_id], signo, terminate, batch_only, reason) for n in nodes]
+
+    def _end(self, job: Job, state: JobState, reason: Reason, now: float | None = None) -> list[Signal]:
+        """End a job in `state`. A running job keeps its resources until its agent confirms its
+        processes are gone (COMPLETING), so nothing new lands on a node still busy with it."""
+        was_running = job.state == JobState.RUNNING
+        job.state, job.reason = state, reason
+        job.end_time = now or self.s.clock()
+        if not was_running:
+            return []
+        self.s.completing.add(job.job_id)
+        return self._signal_effects(job, _signal.SIGTERM, terminate=True, reason=state.value.lower())
+
+    # ---- hold / release / requeue -------------------------------------------------------------
+    def update(self, job_ids: list[int], action: str, caller: Caller
+               ) -> tuple[list[int], list[tuple[int, str]], Effects]:
+        done, errors, effects, changed = [], [], Effects(), []
+        with self.s.lock:
+            for jid in job_ids:
+                job = self.s.jobs.get(jid)
+                try:
+                    if job is None:
+                        raise NotFound("Invalid job id specified")
+                    self._own(job, caller)
+                    effects.extend(self._apply_action(job, action, caller))
+                    changed.append(job)
+                    done.append(jid)
+                except (NotFound, PermissionDenied, StaleState, InvalidRequest) as e:
+                    errors.append((jid, e.message))
+            self.s.save(changed)
+        self.s.changed.set()
+        return done, errors, effects
+
+    def _apply_action(self, job: Job, action: str, caller: Caller) -> Effects:
+        effects = Effects()
+        if action in ("hold", "uhold"):
+            if job.state != JobState.PENDING:
+                raise StaleState("Job is no longer pending execution")
+            job.held = True
+            job.held_by_admin = action == "hold" and caller.is_operator
+            job.reason = Reason.HELD_ADMIN if job.held_by_admin else Reason.HELD_USER
+        elif action == "release":
+            if job.state != JobState.PENDING:
+                raise StaleState("Job is no longer pending execution")
+            if job.held_by_admin and not caller.is_operator:
+                raise PermissionDenied("Access/permission denied")
+            job.held = job.held_by_admin = False
+            job.reason = Reason.NONE
+        elif action in ("requeue", "requeuehold"):
+            if job.state == JobState.PENDING:
+                raise StaleState("Job is pending execution")
+            effects.signals += self.requeue(job, hold=action == "requeuehold")
+        else:
+            raise InvalidRequest(f"unknown job update '{action}'")
+        return effects
+
+    def requeue(self, job: Job, hold: bool = False) -> list[Signal]:
+        """Back to PENDING under the same id with the restart count up; running processes are
+        killed first (the job's resources stay held until the agent confirms)."""
+        signals = []
+        if job.state == JobState.RUNNING:
+            signals = self._signal_effects(job, _signal.SIGTERM, terminate=True, reason="requeue")
+            self.s.completing.add(job.job_id)
+        job.state, job.reason = JobState.PENDING, Reason.BEGIN_TIME if not hold else Reason.HELD_USER
+        job.restart_count += 1
+        job.held = hold
+        job.end_time = 0.0
+        job.eligible_time = self.s.clock()
+        if job.job_id not in self.s.completing:
+            self.s.release_allocations(job)
+            job.allocations = []
+        return signals
+
+    # ---- scheduling results -------------------------------------------------------------------
+    def apply_plan(self, plan: Plan) -> Effects:
+        """Start planned jobs that still fit live state; commit them RUNNING, then launch."""
+        effects, started = Effects(), []
+        now = self.s.clock()
+        with self.s.lock:
+            for jid, reason in plan.reasons.items():
+                job = self.s.jobs.get(jid)
+                if job is not None and job.state == JobState.PENDING and job.reason != reason:
+                    job.reason = reason
+                    self.s.touch(job)
+            for start in plan.starts:
+                job = self.s.jobs.get(start.job_id)
+                if job is None or job.state != JobState.PENDING or job.job_id in self.s.completing:
+                    continue
+                if not all(self.s.fits_now(a, job.spec.exclusive) for a in start.allocations):
+                    log.info("dropped stale start of job %s", start.job_id)
+                    continue
+                self._start(job, list(start.allocations), now)
+                started.append(job)
+            self.s.save(started)
+        by_node: dict[str, list[Job]] = {}
+        for job in started:
+            by_node.setdefault(job.allocations[0].node, []).append(job)
+        effects.launches = [Launch(node, jobs) for node, jobs in by_node.items()]
+        return effects
+
+    def _start(self, job: Job, allocations: list[NodeAllocation], now: float) -> None:
+        job.allocations = allocations
+        job.state, job.reason = JobState.RUNNING, Reason.NONE
+        job.start_time, job.end_time = now, 0.0
+        job.master_port = self._free_master_port(job)
+        self.s.hold_allocations(job)
+
+    def _free_master_port(self, job: Job) -> int:
+        nodes = set(job.node_names)
+        used = {j.master_port for j in self.s.jobs.values()
+                if j.state == JobState.RUNNING and nodes & set(j.node_names)}
+        for k in range(MASTER_PORT_RANGE):
+            port = MASTER_PORT_BASE + (job.job_id + k) % MASTER_PORT_RANGE
+            if port not in used:
+                return port
+        return MASTER_PORT_BASE
+
+    # ---- reports from agents ------------------------------------------------------------------
+    def job_ended(self, job_id: int, restart_count: int, exit_code: int, exit_signal: int,
+                  oom: bool, message: str = "") -> None:
+        """Apply an agent's report that a job's batch script is gone. Idempotent."""
+        with self.s.lock:
+            job = self.s.jobs.get(job_id)
+            if job is None or job.restart_count != restart_count and job.job_id not in self.s.completing:
+                return
+            if job.state == JobState.RUNNING and job.restart_count == restart_count:
+                job.exit_code, job.exit_signal = exit_code, exit_signal
+                job.end_time = self.s.clock()
+                job.state, job.reason = _final_state(exit_code, exit_signal, oom, message)
+                self.s.release_allocations(job)
+            elif job.job_id in self.s.completing:
+                if job.state.is_final and not job.exit_signal and not job.exit_code:
+                    job.exit_code, job.exit_signal = exit_code, exit_signal
+                self.s.release_allocations(job)
+                if job.state == JobState.PENDING:  # requeued: its old allocation is now free
+                    job.allocations = []
+            else:
+                return
+            self.s.save([job])
+        self.s.changed.set()
+
+    def time_limits(self, now: float) -> Effects:
+        """End RUNNING jobs past their time limit with TIMEOUT (SIGTERM, SIGKILL after KillWait)."""
+        effects, ended = Effects(), []
+        with self.s.lock:
+            for job in self.s.jobs.values():
+                if job.state == JobState.RUNNING and job.time_limit > 0 \
+                        and now >= job.start_time + job.time_limit * 60:
+                    effects.signals += self._end(job, JobState.TIMEOUT, Reason.TIME_LIMIT, now)
+                    ended.append(job)
+            self.s.save(ended)
+        return effects
+
+
+def _final_state(exit_code: int, exit_signal: int, oom: bool, message: str) -> tuple[JobState, Reason]:
+    if oom:
+        return JobState.OUT_OF_MEMORY, Reason.NONE
+    if message:
+        return JobState.FAILED, Reason.NON_ZERO_EXIT
+    if exit_signal:
+        return JobState.FAILED, Reason.RAISED_SIGNAL
+    if exit_code:
+        return JobState.FAILED, Reason.NON_ZERO_EXIT
+    return JobState.COMPLETED, Reason.NONE

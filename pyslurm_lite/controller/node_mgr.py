@@ -1,0 +1,173 @@
+"""Nodes in the controller: agent registration and heartbeats, reconciliation, admin updates and
+the silent-node monitor.
+
+Reconciliation is the rule that makes restarts safe: when an agent registers it lists what it
+runs (and the endings it could not deliver). A job the controller believes runs there that the
+agent does not have was never launched or is lost: it is requeued (or ends NODE_FAIL). A job the
+agent runs that the controller does not believe in is killed.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from ..errors import InvalidRequest, NotFound
+from ..model import GpuDevice, JobState, NodeState, Reason
+from .job_mgr import Effects, JobManager, Signal
+from .state import ClusterState
+
+log = logging.getLogger("pyslurm_lite.controller.nodes")
+
+HEARTBEAT_GRACE = 10.0  # seconds a fresh launch may be missing from heartbeats (in flight)
+
+
+class NodeManager:
+    def __init__(self, state: ClusterState, jobs: JobManager):
+        self.s = state
+        self.jobs = jobs
+        self.dispatched_at: dict[int, float] = {}
+
+    def _node(self, name: str):
+        node = self.s.nodes.get(name)
+        if node is None:
+            raise NotFound(f"Invalid node name specified: {name}")
+        return node
+
+    def register(self, name: str, cpus: int, memory: int, gpus: list[GpuDevice], running: dict[int, int],
+                 boot_time: float, version: str) -> list[int]:
+        """An agent (re)joined; returns job ids it must kill. `running`: job id -> restart count."""
+        now = self.s.clock()
+        with self.s.lock:
+            node = self._node(name)
+            node.real_cpus, node.real_memory, node.boot_time = cpus, memory, boot_time
+            node.agent_version = version
+            node.gpus = gpus or node.gpus
+            node.responding, node.last_heartbeat = True, now
+            self.s.registered.add(name)
+            if node.state in (NodeState.UNKNOWN, NodeState.DOWN) and not self._admin_down(node):
+                node.state = NodeState.IDLE
+                if node.reason == "Not responding":
+                    node.reason = ""
+            kill, changed = self._reconcile(name, running, now, grace=0.0)
+            self.s.refresh_node(name)
+        self.s.changed.set()
+        return kill
+
+    def _admin_down(self, node) -> bool:
+        return node.state == NodeState.DOWN and node.reason not in ("", "Not responding")
+
+    def _reconcile(self, name: str, running: dict[int, int], now: float, grace: float):
+        kill = [jid for jid, rc in running.items() if not self._believes_running(jid, rc, name)]
+        lost = []
+        for job in list(self.s.jobs.values()):
+            if not job.allocations or job.allocations[0].node != name:
+                continue
+            if now - self.dispatched_at.get(job.job_id, 0.0) < grace:
+                continue
+            if job.state == JobState.RUNNING and running.get(job.job_id) != job.restart_count:
+                lost.append(job)
+            elif job.job_id in self.s.completing and job.job_id not in running:
+                self.s.release_allocations(job)
+                if job.state == JobState.PENDING:
+                    job.allocations = []
+                lost.append(job)
+        for job in lost:
+            if job.state == JobState.RUNNING:
+                log.warning("job %s is not running on %s: requeued or failed", job.job_id, name)
+                self._node_failed_job(job)
+        self.s.save(lost)
+        return kill, lost
+
+    def _believes_running(self, job_id: int, restart_count: int, node: str) -> bool:
+        job = self.s.jobs.get(job_id)
+        if job is None:
+            return False
+        if job.job_id in self.s.completing:
+            return True  # already being killed; let it finish dying
+        return job.state == JobState.RUNNING and job.restart_count == restart_count \
+            and node in job.node_names
+
+    def _node_failed_job(self, job) -> list[Signal]:
+        """A job lost with its node: requeue it when allowed, else NODE_FAIL."""
+        others = job.allocations[1:]
+        signals = [Signal(a.node, [job.job_id], 9, True, False, "node_fail") for a in others]
+        if job.spec.requeue and self.s.cfg.job_requeue and job.spec.batch:
+            job.state = JobState.NODE_FAIL  # so requeue sees a finished run, then PENDING
+            self.s.release_allocations(job)
+            job.allocations = []
+            self.jobs.requeue(job)
+        else:
+            job.state, job.reason, job.end_time = JobState.NODE_FAIL, Reason.NONE, self.s.clock()
+            self.s.release_allocations(job)
+        return signals
+
+    def heartbeat(self, name: str, instance: str, running: dict[int, int], free_memory: int,
+                  load: float) -> bool:
+        """Returns True when the agent must register again (controller restarted, or DOWN)."""
+        now = self.s.clock()
+        with self.s.lock:
+            node = self._node(name)
+            if instance != self.s.instance or name not in self.s.registered:
+                return True
+            node.last_heartbeat, node.free_memory, node.cpu_load = now, free_memory, load
+            if not node.responding:
+                node.responding = True
+                self.s.refresh_node(name)
+                self.s.changed.set()
+            _, lost = self._reconcile(name, running, now, grace=HEARTBEAT_GRACE)
+        if lost:
+            self.s.changed.set()
+        return False
+
+    def note_dispatched(self, job_ids: list[int], now: float) -> None:
+        for jid in job_ids:
+            self.dispatched_at[jid] = now
+
+    def monitor(self, now: float) -> Effects:
+        """Mark nodes silent for SlurmdTimeout DOWN ("Not responding"); their jobs fail over."""
+        effects, changed = Effects(), []
+        with self.s.lock:
+            for node in self.s.nodes.values():
+                if node.name not in self.s.registered or node.state == NodeState.DOWN:
+                    continue
+                if now - node.last_heartbeat > self.s.cfg.slurmd_timeout:
+                    log.warning("node %s not responding: DOWN", node.name)
+                    node.state, node.responding = NodeState.DOWN, False
+                    node.reason, node.reason_time = "Not responding", now
+                    self.s.registered.discard(node.name)
+                    for job in list(self.s.jobs.values()):
+                        if node.name in job.node_names and job.state == JobState.RUNNING:
+                            effects.signals += self._node_failed_job(job)
+                            changed.append(job)
+                        elif node.name in job.node_names and job.job_id in self.s.completing:
+                            self.s.release_allocations(job)
+                            changed.append(job)
+            self.s.save(changed)
+        self.dispatched_at = {j: t for j, t in self.dispatched_at.items() if now - t < 3600}
+        if changed:
+            self.s.changed.set()
+        return effects
+
+    def update(self, names: list[str], state: str, reason: str) -> None:
+        """scontrol update NodeName=... State=DRAIN|RESUME|DOWN|UNDRAIN Reason=..."""
+        state = state.upper()
+        if state not in ("DRAIN", "RESUME", "DOWN", "UNDRAIN", "IDLE"):
+            raise InvalidRequest(f"Invalid node state specified: {state}")
+        if state in ("DRAIN", "DOWN") and not reason:
+            raise InvalidRequest("You must specify a reason when DOWNING or DRAINING a node. Request denied")
+        now = self.s.clock()
+        with self.s.lock:
+            nodes = [self._node(n) for n in names]
+            for node in nodes:
+                if state == "DRAIN":
+                    node.drain, node.reason, node.reason_time = True, reason, now
+                elif state == "DOWN":
+                    node.state, node.reason, node.reason_time = NodeState.DOWN, reason, now
+                else:
+                    node.drain, node.reason = False, ""
+                    if node.state == NodeState.DOWN:
+                        node.state = NodeState.UNKNOWN if node.name not in self.s.registered else NodeState.IDLE
+                    self.s.refresh_node(node.name)
+                self.s.store.save_node(node.name, node.drain, node.state == NodeState.DOWN,
+                                       node.reason, node.reason_time)
+        self.s.changed.set()

@@ -1,0 +1,136 @@
+"""The Controller gRPC servicer: convert the message, call one domain function, convert back.
+
+Domain errors become status codes in rpcutil.rpc_method, never here.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from .. import wire
+from .._proto import controller_pb2 as pb, controller_pb2_grpc, types_pb2
+from ..model import GpuDevice, JobSpec
+from ..rpcutil import caller_of, rpc_method
+from .dispatch import Dispatcher
+from .job_mgr import Caller, JobFilter, JobManager
+from .node_mgr import NodeManager
+from .state import ClusterState
+
+
+def _filter(msg) -> JobFilter:
+    return JobFilter(job_ids=list(msg.job_ids), states=list(msg.states), users=list(msg.users),
+                     partitions=list(msg.partitions), names=list(msg.names),
+                     include_finished=msg.include_finished, nodes=list(msg.nodes))
+
+
+def _caller(context) -> Caller:
+    uid, user = caller_of(context)
+    return Caller(uid=uid, user=user)
+
+
+class ControllerServicer(controller_pb2_grpc.ControllerServicer):
+    def __init__(self, state: ClusterState, jobs: JobManager, nodes: NodeManager, dispatch: Dispatcher):
+        self.s, self.jobs, self.nodes, self.dispatch = state, jobs, nodes, dispatch
+        self._msg_cache: dict[int, tuple[int, types_pb2.Job]] = {}
+        self._cache_lock = threading.Lock()
+
+    def _job_msg(self, job) -> types_pb2.Job:
+        version = self.s.versions.get(job.job_id, -1)
+        with self._cache_lock:
+            hit = self._msg_cache.get(job.job_id)
+            if hit is not None and hit[0] == version:
+                return hit[1]
+        msg = wire.to_msg(job, types_pb2.Job)
+        with self._cache_lock:
+            if len(self._msg_cache) > 4 * max(len(self.s.jobs), 1000):
+                self._msg_cache.clear()
+            self._msg_cache[job.job_id] = (version, msg)
+        return msg
+
+    @rpc_method
+    def Ping(self, request, context):
+        return pb.PingReply(cluster_name=self.s.cfg.cluster_name, instance=self.s.instance,
+                            now=self.s.clock())
+
+    @rpc_method
+    def SubmitJob(self, request, context):
+        spec = wire.from_msg(request.spec, JobSpec)
+        return pb.SubmitJobReply(job_id=self.jobs.submit(spec, _caller(context)))
+
+    @rpc_method
+    def GetJobs(self, request, context):
+        jobs = self.jobs.find(_filter(request.filter))
+        reply = pb.GetJobsReply(now=self.s.clock())
+        reply.jobs.extend(self._job_msg(j) for j in jobs)
+        return reply
+
+    @rpc_method
+    def CancelJobs(self, request, context):
+        done, errors, effects = self.jobs.cancel(_filter(request.filter), _caller(context),
+                                                 request.signal, request.batch_only)
+        self.dispatch.send(effects)
+        return pb.CancelJobsReply(job_ids=done, errors=[pb.JobError(job_id=j, message=m) for j, m in errors])
+
+    @rpc_method
+    def UpdateJobs(self, request, context):
+        done, errors, effects = self.jobs.update(list(request.job_ids), request.action, _caller(context))
+        self.dispatch.send(effects)
+        return pb.UpdateJobsReply(job_ids=done, errors=[pb.JobError(job_id=j, message=m) for j, m in errors])
+
+    def _node_msgs(self, names):
+        with self.s.lock:
+            nodes = [self.s.nodes[n] for n in (names or self.s.nodes) if n in self.s.nodes]
+            return [wire.to_msg(n, types_pb2.Node) for n in nodes]
+
+    @rpc_method
+    def GetNodes(self, request, context):
+        names = list(request.names)
+        missing = [n for n in names if n not in self.s.nodes]
+        if missing:
+            from ..errors import NotFound
+            raise NotFound(f"Node {missing[0]} not found")
+        return pb.GetNodesReply(nodes=self._node_msgs(names), now=self.s.clock())
+
+    @rpc_method
+    def UpdateNodes(self, request, context):
+        if not _caller(context).is_operator:
+            from ..errors import PermissionDenied
+            raise PermissionDenied("Access/permission denied")
+        self.nodes.update(list(request.names), request.state, request.reason)
+        return pb.UpdateNodesReply()
+
+    @rpc_method
+    def GetPartitions(self, request, context):
+        parts = [wire.to_msg(p, types_pb2.Partition) for p in self.s.cfg.partitions.values()]
+        return pb.GetPartitionsReply(partitions=parts, nodes=self._node_msgs(None))
+
+    @rpc_method
+    def RegisterNode(self, request, context):
+        for ev in request.events:
+            self._event(ev)
+        kill = self.nodes.register(
+            request.node, request.cpus, request.memory,
+            [wire.from_msg(g, GpuDevice) for g in request.gpus],
+            {r.job_id: r.restart_count for r in request.running}, request.boot_time, request.version)
+        return pb.RegisterNodeReply(instance=self.s.instance, kill_job_ids=kill,
+                                    heartbeat_interval=self.s.cfg.heartbeat_interval)
+
+    @rpc_method
+    def NodeHeartbeat(self, request, context):
+        again = self.nodes.heartbeat(request.node, request.instance,
+                                     {r.job_id: r.restart_count for r in request.running},
+                                     request.free_memory, request.cpu_load)
+        return pb.NodeHeartbeatReply(reregister=again)
+
+    @rpc_method
+    def ReportJobEvents(self, request, context):
+        if request.instance != self.s.instance:
+            return pb.ReportJobEventsReply(reregister=True)
+        for ev in request.events:
+            self._event(ev)
+        return pb.ReportJobEventsReply(reregister=False)
+
+    def _event(self, ev) -> None:
+        if ev.kind in ("ended", "launch_failed"):
+            self.jobs.job_ended(ev.job_id, ev.restart_count, ev.exit_code, ev.exit_signal, ev.oom,
+                                ev.message if ev.kind == "launch_failed" else "")

@@ -1,0 +1,181 @@
+"""The controller's live state: jobs and nodes in memory, mirrored in the Store.
+
+Owns: the one lock, the in-memory tables, node usage bookkeeping and building the scheduler's
+snapshot. Every change to a job goes through `save()` (durable before it takes effect) so the
+restart scan finds exactly what was acknowledged. Must not: talk to agents (dispatch does that).
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+
+from ..config import Config
+from ..model import Job, JobState, Node, NodeAllocation, NodeState, GpuDevice
+from ..sched import JobView, NodeView, PartitionView, Snapshot
+from .store import Store
+
+MIN_JOB_AGE = 300  # seconds a finished job stays in memory (squeue -j still shows it), as Slurm
+
+
+class ClusterState:
+    def __init__(self, cfg: Config, store: Store, clock):
+        self.cfg = cfg
+        self.store = store
+        self.clock = clock
+        self.lock = threading.RLock()
+        self.instance = uuid.uuid4().hex[:12]
+        self.jobs: dict[int, Job] = {}
+        self.completing: set[int] = set()  # ended jobs whose processes are not yet confirmed gone
+        self.nodes: dict[str, Node] = {n: Node(config=c) for n, c in cfg.nodes.items()}
+        self.registered: set[str] = set()  # nodes registered with this controller instance
+        self.versions: dict[int, int] = {}  # job id -> change counter (RPC caches key on it)
+        self._views: dict[int, JobView] = {}
+        self.next_job_id = cfg.first_job_id
+        self.changed = threading.Event()  # wakes the scheduler
+
+    # ---- start-up ------------------------------------------------------------------------------
+    def recover(self) -> None:
+        """Load unfinished jobs and node admin state; recompute node usage from running jobs."""
+        with self.lock:
+            for job in self.store.load_jobs(active_only=True):
+                self.jobs[job.job_id] = job
+                if job.state in (JobState.RUNNING, JobState.COMPLETING):
+                    self._hold_allocations(job)
+            self.next_job_id = max(self.next_job_id, self.store.max_job_id() + 1)
+            for name, row in self.store.load_nodes().items():
+                node = self.nodes.get(name)
+                if node is not None:
+                    node.drain = row["drain"]
+                    node.reason, node.reason_time = row["reason"], row["reason_time"]
+                    if row["down"]:
+                        node.state = NodeState.DOWN
+            self._refresh_all_nodes()
+
+    # ---- persistence --------------------------------------------------------------------------
+    def save(self, jobs: list[Job]) -> None:
+        """Commit jobs' current form; callers hold the lock and act only after this returns."""
+        self.store.save_jobs(jobs)
+        for job in jobs:
+            self.touch(job)
+
+    def touch(self, job: Job) -> None:
+        self.versions[job.job_id] = self.versions.get(job.job_id, 0) + 1
+        self._views.pop(job.job_id, None)
+
+    # ---- node usage ---------------------------------------------------------------------------
+    def _hold_allocations(self, job: Job) -> None:
+        for a in job.allocations:
+            node = self.nodes.get(a.node)
+            if node is not None:
+                node.alloc_cpus += a.cpus
+                node.alloc_mem += a.mem
+                node.alloc_gpus = sorted(set(node.alloc_gpus) | set(a.gpus))
+
+    def hold_allocations(self, job: Job) -> None:
+        self._hold_allocations(job)
+        for a in job.allocations:
+            self.refresh_node(a.node)
+
+    def release_allocations(self, job: Job) -> None:
+        for a in job.allocations:
+            node = self.nodes.get(a.node)
+            if node is None:
+                continue
+            node.alloc_cpus = max(node.alloc_cpus - a.cpus, 0)
+            node.alloc_mem = max(node.alloc_mem - a.mem, 0)
+            node.alloc_gpus = [g for g in node.alloc_gpus if g not in a.gpus]
+            self.refresh_node(a.node)
+        self.completing.discard(job.job_id)
+
+    def refresh_node(self, name: str) -> None:
+        """Derive a node's base state from usage and liveness."""
+        node = self.nodes[name]
+        if node.state == NodeState.DOWN or (node.state == NodeState.UNKNOWN and name not in self.registered):
+            return
+        if node.alloc_cpus == 0 and not node.alloc_gpus:
+            node.state = NodeState.IDLE
+        elif node.alloc_cpus >= node.config.cpus:
+            node.state = NodeState.ALLOCATED
+        else:
+            node.state = NodeState.MIXED
+
+    def _refresh_all_nodes(self) -> None:
+        for name in self.nodes:
+            self.refresh_node(name)
+
+    def node_available(self, node: Node) -> bool:
+        return (node.name in self.registered and node.responding and not node.drain
+                and node.state not in (NodeState.DOWN, NodeState.UNKNOWN))
+
+    # ---- scheduler snapshot -------------------------------------------------------------------
+    def job_view(self, job: Job) -> JobView:
+        view = self._views.get(job.job_id)
+        if view is None:
+            spec = job.spec
+            n = spec.num_nodes
+            view = JobView(
+                job_id=job.job_id, priority=job.priority, submit_time=job.submit_time,
+                partition=job.partition, num_nodes=n,
+                cpus_per_node=tuple(spec.cpus_on_node(i) for i in range(n)),
+                mem_per_node=tuple(spec.mem_on_node(i, self.cfg.def_mem_per_cpu,
+                                                    self.cfg.def_mem_per_node) for i in range(n)),
+                gpus_per_node=spec.gpus_needed_per_node(), gpu_type=spec.gpu_type_wanted(),
+                exclusive=spec.exclusive, begin_time=max(spec.begin_time, job.eligible_time),
+                held=job.held, held_by_admin=job.held_by_admin,
+                features=tuple(f for f in spec.constraint.replace("|", "&").split("&") if f),
+                time_limit=job.time_limit)
+            self._views[job.job_id] = view
+        return view
+
+    def node_view(self, node: Node) -> NodeView:
+        gpus = self.node_gpus(node)
+        allocated = set(node.alloc_gpus)
+        return NodeView(
+            name=node.name, cpus=node.config.cpus, mem=node.config.real_memory,
+            gpus=tuple((g.index, g.type) for g in gpus),
+            free_cpus=node.config.cpus - node.alloc_cpus,
+            free_mem=node.config.real_memory - node.alloc_mem,
+            free_gpus=tuple(g.index for g in gpus if g.index not in allocated),
+            available=self.node_available(node), features=tuple(node.config.features),
+            weight=node.config.weight, idle=node.alloc_cpus == 0 and not node.alloc_gpus)
+
+    def node_gpus(self, node: Node) -> list[GpuDevice]:
+        """The GPUs the agent reported, else those configuration declares."""
+        if node.gpus:
+            return node.gpus
+        out = []
+        for g in node.config.gres:
+            if g.name == "gpu":
+                out += [GpuDevice(index=len(out) + i, type=g.type) for i in range(g.count)]
+        return out
+
+    def snapshot(self) -> Snapshot:
+        pending = tuple(self.job_view(j) for j in self.jobs.values()
+                        if j.state == JobState.PENDING and j.job_id not in self.completing)
+        nodes = tuple(self.node_view(n) for n in self.nodes.values())
+        parts = {p.name: PartitionView(p.name, tuple(p.nodes), p.state == "UP")
+                 for p in self.cfg.partitions.values()}
+        return Snapshot(jobs=pending, nodes=nodes, partitions=parts)
+
+    def fits_now(self, allocation: NodeAllocation, exclusive: bool) -> bool:
+        """Re-check one planned allocation against live state (the plan may be stale)."""
+        node = self.nodes.get(allocation.node)
+        if node is None or not self.node_available(node):
+            return False
+        if exclusive and (node.alloc_cpus or node.alloc_gpus):
+            return False
+        gpus = {g.index for g in self.node_gpus(node)}
+        return (node.config.cpus - node.alloc_cpus >= allocation.cpus
+                and node.config.real_memory - node.alloc_mem >= allocation.mem
+                and set(allocation.gpus) <= gpus - set(node.alloc_gpus))
+
+    # ---- housekeeping -------------------------------------------------------------------------
+    def purge_old(self, now: float) -> None:
+        """Forget finished jobs older than MinJobAge (they stay in the database for sacct)."""
+        old = [j for j, job in self.jobs.items() if job.state.is_final
+               and j not in self.completing and now - job.end_time > MIN_JOB_AGE]
+        for j in old:
+            del self.jobs[j]
+            self.versions.pop(j, None)
+            self._views.pop(j, None)

@@ -1,0 +1,168 @@
+"""Durable controller state in a SQL database through SQLAlchemy (SQLite by default).
+
+Owns: the schema (versioned in `meta`), the engine, and every read and write of state. ORM or
+row objects never leave this module: callers get and give model dataclasses. A job row holds
+queryable columns (for accounting and the restart scan) and the whole Job as a protobuf blob, so
+a new field needs no migration. Must not: decide anything; it only records.
+
+SQLite is used with WAL (readers never block the writer), a busy timeout and synchronous=NORMAL:
+a commit survives the controller being killed (-9), which is the failure we promise to survive.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import sqlalchemy as sa
+
+from .. import wire
+from .._proto import types_pb2
+from ..errors import ConfigError
+from ..model import Job
+
+SCHEMA_VERSION = 1
+
+metadata = sa.MetaData()
+
+meta_table = sa.Table(
+    "meta", metadata,
+    sa.Column("key", sa.String(64), primary_key=True),
+    sa.Column("value", sa.String(256), nullable=False),
+)
+
+jobs_table = sa.Table(
+    "jobs", metadata,
+    sa.Column("job_id", sa.BigInteger, primary_key=True, autoincrement=False),
+    sa.Column("state", sa.String(16), nullable=False),
+    sa.Column("user_name", sa.String(64), nullable=False),
+    sa.Column("uid", sa.Integer, nullable=False),
+    sa.Column("partition", sa.String(64), nullable=False),
+    sa.Column("name", sa.String(256), nullable=False),
+    sa.Column("submit_time", sa.Float, nullable=False),
+    sa.Column("start_time", sa.Float, nullable=False, default=0.0),
+    sa.Column("end_time", sa.Float, nullable=False, default=0.0),
+    sa.Column("data", sa.LargeBinary, nullable=False),
+    # the restart scan loads unfinished jobs; accounting filters by state and time
+    sa.Index("ix_jobs_state_for_restart_scan", "state"),
+    sa.Index("ix_jobs_user_for_sacct", "user_name", "submit_time"),
+)
+
+nodes_table = sa.Table(
+    "nodes", metadata,
+    sa.Column("name", sa.String(64), primary_key=True),
+    sa.Column("drain", sa.Boolean, nullable=False, default=False),
+    sa.Column("down", sa.Boolean, nullable=False, default=False),
+    sa.Column("reason", sa.String(256), nullable=False, default=""),
+    sa.Column("reason_time", sa.Float, nullable=False, default=0.0),
+)
+
+ACTIVE_STATES = ("PENDING", "RUNNING", "SUSPENDED", "COMPLETING")
+
+
+def _sqlite_pragmas(dbapi_conn, _record) -> None:
+    cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA journal_mode=WAL")
+    cur.execute("PRAGMA synchronous=NORMAL")
+    cur.execute("PRAGMA busy_timeout=5000")
+    cur.execute("PRAGMA foreign_keys=ON")
+    cur.close()
+
+
+class Store:
+    """All durable state. Thread-safe: writes are serialized by one lock."""
+
+    def __init__(self, url: str):
+        if url.startswith("sqlite:///"):
+            os.makedirs(os.path.dirname(os.path.abspath(url[len("sqlite:///"):])), exist_ok=True)
+        self.engine = sa.create_engine(url, future=True)
+        if self.engine.dialect.name == "sqlite":
+            sa.event.listen(self.engine, "connect", _sqlite_pragmas)
+        self._lock = threading.Lock()
+        metadata.create_all(self.engine)
+        self._check_schema()
+
+    def _check_schema(self) -> None:
+        with self.engine.begin() as conn:
+            row = conn.execute(sa.select(meta_table.c.value).where(meta_table.c.key == "schema_version")).first()
+            if row is None:
+                conn.execute(meta_table.insert().values(key="schema_version", value=str(SCHEMA_VERSION)))
+            elif int(row[0]) != SCHEMA_VERSION:
+                raise ConfigError(f"state database has schema version {row[0]}, this controller "
+                                  f"knows {SCHEMA_VERSION}")
+
+    # ---- meta ---------------------------------------------------------------------------------
+    def get_meta(self, key: str, default: str = "") -> str:
+        with self.engine.connect() as conn:
+            row = conn.execute(sa.select(meta_table.c.value).where(meta_table.c.key == key)).first()
+        return row[0] if row else default
+
+    def max_job_id(self) -> int:
+        with self.engine.connect() as conn:
+            return conn.execute(sa.select(sa.func.max(jobs_table.c.job_id))).scalar() or 0
+
+    # ---- jobs ---------------------------------------------------------------------------------
+    @staticmethod
+    def _row(job: Job) -> dict:
+        return {
+            "job_id": job.job_id, "state": job.state.value, "user_name": job.spec.user,
+            "uid": job.spec.uid, "partition": job.partition, "name": job.spec.name,
+            "submit_time": job.submit_time, "start_time": job.start_time, "end_time": job.end_time,
+            "data": wire.to_msg(job, types_pb2.Job).SerializeToString(),
+        }
+
+    def insert_jobs(self, jobs: list[Job]) -> None:
+        """Commit new jobs; returns only once they are durable."""
+        rows = [self._row(j) for j in jobs]
+        with self._lock, self.engine.begin() as conn:
+            conn.execute(jobs_table.insert(), rows)
+
+    def save_jobs(self, jobs: list[Job]) -> None:
+        """Commit the current form of existing jobs in one transaction."""
+        if not jobs:
+            return
+        rows = [self._row(j) for j in jobs]
+        stmt = (jobs_table.update().where(jobs_table.c.job_id == sa.bindparam("b_job_id"))
+                .values({c: sa.bindparam(c) for c in rows[0] if c != "job_id"}))
+        for r in rows:
+            r["b_job_id"] = r.pop("job_id")
+        with self._lock, self.engine.begin() as conn:
+            conn.execute(stmt, rows)
+
+    def load_jobs(self, active_only: bool = True) -> list[Job]:
+        query = sa.select(jobs_table.c.data)
+        if active_only:
+            query = query.where(jobs_table.c.state.in_(ACTIVE_STATES))
+        with self.engine.connect() as conn:
+            blobs = [r[0] for r in conn.execute(query.order_by(jobs_table.c.job_id))]
+        return [decode_job(b) for b in blobs]
+
+    def load_finished(self, job_ids: list[int] | None = None, limit: int = 10000) -> list[Job]:
+        query = sa.select(jobs_table.c.data).where(jobs_table.c.state.not_in(ACTIVE_STATES))
+        if job_ids:
+            query = query.where(jobs_table.c.job_id.in_(job_ids))
+        query = query.order_by(jobs_table.c.job_id.desc()).limit(limit)
+        with self.engine.connect() as conn:
+            blobs = [r[0] for r in conn.execute(query)]
+        return [decode_job(b) for b in reversed(blobs)]
+
+    # ---- nodes --------------------------------------------------------------------------------
+    def save_node(self, name: str, drain: bool, down: bool, reason: str, reason_time: float) -> None:
+        values = {"drain": drain, "down": down, "reason": reason, "reason_time": reason_time}
+        with self._lock, self.engine.begin() as conn:
+            updated = conn.execute(nodes_table.update().where(nodes_table.c.name == name).values(values))
+            if updated.rowcount == 0:
+                conn.execute(nodes_table.insert().values(name=name, **values))
+
+    def load_nodes(self) -> dict[str, dict]:
+        with self.engine.connect() as conn:
+            return {r.name: dict(r._mapping) for r in conn.execute(sa.select(nodes_table))}
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+
+def decode_job(blob: bytes) -> Job:
+    msg = types_pb2.Job()
+    msg.ParseFromString(blob)
+    return wire.from_msg(msg, Job)

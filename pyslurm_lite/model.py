@@ -1,0 +1,332 @@
+"""Domain vocabulary: dataclasses and str Enums shared by controller, agent, scheduler and CLIs.
+
+The Enum values are what is stored in the database and printed by the CLIs, spelled as Slurm
+spells them. Nothing here does I/O.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Optional
+
+UNLIMITED = -1  # a time limit (minutes) with no bound, Slurm's INFINITE
+
+
+class JobState(str, Enum):
+    PENDING = "PENDING"
+    RUNNING = "RUNNING"
+    SUSPENDED = "SUSPENDED"
+    COMPLETING = "COMPLETING"
+    COMPLETED = "COMPLETED"
+    FAILED = "FAILED"
+    CANCELLED = "CANCELLED"
+    TIMEOUT = "TIMEOUT"
+    NODE_FAIL = "NODE_FAIL"
+    OUT_OF_MEMORY = "OUT_OF_MEMORY"
+    PREEMPTED = "PREEMPTED"
+    BOOT_FAIL = "BOOT_FAIL"
+    DEADLINE = "DEADLINE"
+
+    @property
+    def compact(self) -> str:
+        """squeue's %t two-letter code."""
+        return _COMPACT[self]
+
+    @property
+    def is_final(self) -> bool:
+        return self not in (JobState.PENDING, JobState.RUNNING, JobState.SUSPENDED,
+                            JobState.COMPLETING)
+
+
+_COMPACT = {
+    JobState.PENDING: "PD", JobState.RUNNING: "R", JobState.SUSPENDED: "S",
+    JobState.COMPLETING: "CG", JobState.COMPLETED: "CD", JobState.FAILED: "F",
+    JobState.CANCELLED: "CA", JobState.TIMEOUT: "TO", JobState.NODE_FAIL: "NF",
+    JobState.OUT_OF_MEMORY: "OOM", JobState.PREEMPTED: "PR", JobState.BOOT_FAIL: "BF",
+    JobState.DEADLINE: "DL",
+}
+STATE_BY_COMPACT = {v: k for k, v in _COMPACT.items()}
+
+
+class Reason(str, Enum):
+    """Why a job is pending (or why it ended), Slurm's names."""
+
+    NONE = "None"
+    PRIORITY = "Priority"
+    RESOURCES = "Resources"
+    HELD_USER = "JobHeldUser"
+    HELD_ADMIN = "JobHeldAdmin"
+    BEGIN_TIME = "BeginTime"
+    DEPENDENCY = "Dependency"
+    DEPENDENCY_NEVER = "DependencyNeverSatisfied"
+    REQ_NODE_NOT_AVAIL = "ReqNodeNotAvail"
+    PARTITION_DOWN = "PartitionDown"
+    PARTITION_INACTIVE = "PartitionInactive"
+    PARTITION_TIME_LIMIT = "PartitionTimeLimit"
+    PARTITION_NODE_LIMIT = "PartitionNodeLimit"
+    NODE_DOWN = "NodeDown"
+    BAD_CONSTRAINTS = "BadConstraints"
+    NON_ZERO_EXIT = "NonZeroExitCode"
+    TIME_LIMIT = "TimeLimit"
+    RAISED_SIGNAL = "RaisedSignal"
+    LAUNCH_FAILED = "launch_failed_requeued_held"
+    BEGIN_REQUEUE = "BeginTime"
+
+
+class NodeState(str, Enum):
+    """A node's base state; DRAIN is a flag kept apart (see Node.drain)."""
+
+    UNKNOWN = "UNKNOWN"
+    IDLE = "IDLE"
+    MIXED = "MIXED"
+    ALLOCATED = "ALLOCATED"
+    DOWN = "DOWN"
+
+
+@dataclass
+class GresRequest:
+    """A generic resource request per node, e.g. gpu:a100:2 -> GresRequest('gpu', 'a100', 2)."""
+
+    name: str = "gpu"
+    type: str = ""
+    count: int = 0
+
+
+@dataclass
+class JobSpec:
+    """Everything a user asked for at submit time, after directives and defaults are merged.
+
+    Memory is in MiB; time limits in minutes (UNLIMITED or 0 = take the partition's).
+    """
+
+    name: str = "sbatch"
+    script: str = ""
+    argv: list[str] = field(default_factory=list)
+    work_dir: str = ""
+    std_out: str = ""
+    std_err: str = ""
+    std_in: str = "/dev/null"
+    open_mode: str = "truncate"
+    partition: str = ""
+    account: str = ""
+    qos: str = ""
+    num_nodes: int = 1
+    num_tasks: int = 1
+    ntasks_set: bool = False
+    cpus_per_task: int = 1
+    ntasks_per_node: int = 0
+    mem_per_node: int = 0
+    mem_per_cpu: int = 0
+    time_limit: int = 0
+    gres: list[GresRequest] = field(default_factory=list)
+    gpus: int = 0
+    gpus_per_node: int = 0
+    gpu_type: str = ""
+    environment: dict[str, str] = field(default_factory=dict)
+    export: str = "ALL"
+    begin_time: float = 0.0
+    hold: bool = False
+    user: str = ""
+    uid: int = 0
+    gid: int = 0
+    groups: list[int] = field(default_factory=list)
+    submit_host: str = ""
+    nice: int = 0
+    requeue: bool = True
+    constraint: str = ""
+    exclusive: bool = False
+    comment: str = ""
+    nodelist: str = ""
+    exclude: str = ""
+    signal: str = ""
+    batch: bool = True
+    submit_dir: str = ""
+    array: str = ""
+
+    def gpus_needed_per_node(self) -> int:
+        """GPUs this job needs on each of its nodes, from whichever flag set them."""
+        per_node = self.gpus_per_node
+        for g in self.gres:
+            if g.name == "gpu":
+                per_node = max(per_node, g.count)
+        if self.gpus and not per_node:
+            per_node = -(-self.gpus // max(self.num_nodes, 1))
+        return per_node
+
+    def gpu_type_wanted(self) -> str:
+        for g in self.gres:
+            if g.name == "gpu" and g.type:
+                return g.type
+        return self.gpu_type
+
+    def tasks_on_node(self, node_index: int) -> int:
+        """Block distribution of tasks over nodes: the first nodes get one more when uneven."""
+        if self.ntasks_per_node:
+            return self.ntasks_per_node
+        base, extra = divmod(self.num_tasks, max(self.num_nodes, 1))
+        return base + (1 if node_index < extra else 0)
+
+    def cpus_on_node(self, node_index: int) -> int:
+        return max(self.tasks_on_node(node_index), 1) * self.cpus_per_task
+
+    def mem_on_node(self, node_index: int, default_per_cpu: int = 0, default_per_node: int = 0) -> int:
+        """MiB on one node: --mem, else --mem-per-cpu × CPUs, else the configured defaults."""
+        if self.mem_per_node:
+            return self.mem_per_node
+        per_cpu = self.mem_per_cpu or default_per_cpu
+        if per_cpu:
+            return per_cpu * self.cpus_on_node(node_index)
+        return default_per_node
+
+
+@dataclass
+class NodeAllocation:
+    """What one job holds on one node."""
+
+    node: str
+    cpus: int
+    mem: int
+    gpus: list[int] = field(default_factory=list)
+
+
+@dataclass
+class Job:
+    job_id: int
+    spec: JobSpec
+    state: JobState = JobState.PENDING
+    reason: Reason = Reason.NONE
+    priority: int = 0
+    submit_time: float = 0.0
+    eligible_time: float = 0.0
+    start_time: float = 0.0
+    end_time: float = 0.0
+    exit_code: int = 0
+    exit_signal: int = 0
+    allocations: list[NodeAllocation] = field(default_factory=list)
+    restart_count: int = 0
+    held: bool = False
+    held_by_admin: bool = False
+    time_limit: int = UNLIMITED  # effective minutes after partition defaults
+    partition: str = ""
+    master_port: int = 0
+    batch_host: str = ""
+
+    @property
+    def node_names(self) -> list[str]:
+        return [a.node for a in self.allocations]
+
+    @property
+    def num_cpus(self) -> int:
+        return sum(a.cpus for a in self.allocations)
+
+
+@dataclass
+class GpuDevice:
+    index: int
+    type: str = ""
+    uuid: str = ""
+    name: str = ""
+    memory_mb: int = 0
+    minor: int = -1
+    pci_bus_id: str = ""
+    numa_node: int = -1
+    simulated: bool = True
+    file: str = ""
+
+
+@dataclass
+class NodeConfig:
+    """A node as slurm.conf declares it."""
+
+    name: str
+    addr: str = ""
+    port: int = 0
+    cpus: int = 1
+    real_memory: int = 1
+    gres: list[GresRequest] = field(default_factory=list)
+    features: list[str] = field(default_factory=list)
+    weight: int = 1
+    sockets: int = 1
+    cores_per_socket: int = 0
+    threads_per_core: int = 1
+
+    def gpu_count(self) -> int:
+        return sum(g.count for g in self.gres if g.name == "gpu")
+
+
+@dataclass
+class Node:
+    """A node as the controller sees it: configuration plus live state."""
+
+    config: NodeConfig
+    state: NodeState = NodeState.UNKNOWN
+    drain: bool = False
+    reason: str = ""
+    reason_time: float = 0.0
+    responding: bool = False
+    last_heartbeat: float = 0.0
+    boot_time: float = 0.0
+    gpus: list[GpuDevice] = field(default_factory=list)
+    alloc_cpus: int = 0
+    alloc_mem: int = 0
+    alloc_gpus: list[int] = field(default_factory=list)
+    real_cpus: int = 0
+    real_memory: int = 0
+    free_memory: int = 0
+    cpu_load: float = 0.0
+    agent_version: str = ""
+
+    @property
+    def name(self) -> str:
+        return self.config.name
+
+    def display_state(self) -> str:
+        """scontrol's State= text: IDLE, MIXED, IDLE+DRAIN, DOWN+NOT_RESPONDING..."""
+        base = self.state.value
+        flags = []
+        if self.drain:
+            flags.append("DRAIN")
+        if not self.responding and self.state != NodeState.UNKNOWN:
+            flags.append("NOT_RESPONDING")
+        return "+".join([base] + flags)
+
+    def short_state(self) -> str:
+        """sinfo's state word: idle, mix, alloc, down, drain, drng, unk (with '*' when silent)."""
+        if self.drain:
+            word = "drng" if self.state in (NodeState.MIXED, NodeState.ALLOCATED) else "drain"
+            if self.state == NodeState.DOWN:
+                word = "down"
+        else:
+            word = {NodeState.IDLE: "idle", NodeState.MIXED: "mix", NodeState.ALLOCATED: "alloc",
+                    NodeState.DOWN: "down", NodeState.UNKNOWN: "unk"}[self.state]
+        if not self.responding and self.state != NodeState.UNKNOWN:
+            word += "*"
+        return word
+
+    def long_state(self) -> str:
+        """sinfo -l's state word."""
+        short = self.short_state()
+        star = short.endswith("*")
+        core = short.rstrip("*")
+        long = {"idle": "idle", "mix": "mixed", "alloc": "allocated", "down": "down",
+                "drain": "drained", "drng": "draining", "unk": "unknown"}[core]
+        return long + ("*" if star else "")
+
+
+@dataclass
+class Partition:
+    name: str
+    nodes: list[str] = field(default_factory=list)
+    default: bool = False
+    max_time: int = UNLIMITED
+    default_time: int = UNLIMITED
+    max_nodes: int = UNLIMITED
+    state: str = "UP"
+    priority_tier: int = 1
+
+
+def replace(obj, **changes):
+    """dataclasses.replace, re-exported so callers need one import."""
+    return dataclasses.replace(obj, **changes)

@@ -1,0 +1,73 @@
+"""The scheduler's inputs and outputs: immutable views of jobs, nodes and partitions, and a Plan.
+
+Views carry only what scheduling needs, in the units the scheduler works in (CPUs, MiB, GPU
+indices, epoch seconds), so building them is cheap and the simulator can build them too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..model import NodeAllocation, Reason
+
+
+@dataclass(frozen=True)
+class JobView:
+    job_id: int
+    priority: int
+    submit_time: float
+    partition: str
+    num_nodes: int
+    cpus_per_node: tuple[int, ...]  # by node index within the allocation
+    mem_per_node: tuple[int, ...]  # MiB, by node index
+    gpus_per_node: int = 0
+    gpu_type: str = ""
+    exclusive: bool = False
+    begin_time: float = 0.0
+    held: bool = False
+    held_by_admin: bool = False
+    features: tuple[str, ...] = ()
+    time_limit: int = -1  # minutes, -1 unlimited
+
+
+@dataclass(frozen=True)
+class NodeView:
+    name: str
+    cpus: int
+    mem: int
+    gpus: tuple[tuple[int, str], ...]  # (index, type) of every GPU the node has
+    free_cpus: int
+    free_mem: int
+    free_gpus: tuple[int, ...]
+    available: bool  # up, responding, not draining
+    features: tuple[str, ...] = ()
+    weight: int = 1
+    idle: bool = True  # nothing allocated at all
+
+
+@dataclass(frozen=True)
+class PartitionView:
+    name: str
+    nodes: tuple[str, ...]
+    up: bool = True
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    jobs: tuple[JobView, ...]
+    nodes: tuple[NodeView, ...]
+    partitions: dict = field(default_factory=dict)  # name -> PartitionView
+
+
+@dataclass(frozen=True)
+class Start:
+    """Start job_id now on these allocations."""
+
+    job_id: int
+    allocations: tuple[NodeAllocation, ...]
+
+
+@dataclass
+class Plan:
+    starts: list[Start] = field(default_factory=list)
+    reasons: dict[int, Reason] = field(default_factory=dict)  # pending job -> why it waits
