@@ -65,12 +65,13 @@ class Agent:
             pass
 
     def register_once(self) -> None:
+        running = self._running_msgs()  # before draining endings, as in heartbeat_once
         self._drain_queue(0)
         req = cpb.RegisterNodeRequest(
             node=self.node, cpus=psutil.cpu_count() or 1,
             memory=psutil.virtual_memory().total // (1024 * 1024),
             gpus=[wire.to_msg(g, types_pb2.GpuDevice) for g in self.gpus],
-            running=self._running_msgs(), events=self._event_msgs(), boot_time=self.boot_time,
+            running=running, events=self._event_msgs(), boot_time=self.boot_time,
             version=__version__)
         reply = self.stub.RegisterNode(req, timeout=RPC_TIMEOUT, metadata=self.md)
         self.pending.clear()
@@ -91,8 +92,13 @@ class Agent:
             self.pending.clear()
 
     def heartbeat_once(self) -> None:
+        # What runs is read before the endings are flushed: a job missing from this list has
+        # its ending already queued, so the controller gets the ending first.
+        running = self._running_msgs()
+        self._drain_queue(0)
+        self.report_once()
         req = cpb.NodeHeartbeatRequest(
-            node=self.node, instance=self.instance, running=self._running_msgs(),
+            node=self.node, instance=self.instance, running=running,
             free_memory=psutil.virtual_memory().available // (1024 * 1024),
             cpu_load=os.getloadavg()[0])
         if self.stub.NodeHeartbeat(req, timeout=RPC_TIMEOUT, metadata=self.md).reregister:

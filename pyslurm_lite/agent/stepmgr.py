@@ -76,6 +76,7 @@ class StepManager:
         self.cfg, self.node, self.spool = cfg, node, spool
         self.report = report  # report(event dict) -> None, delivered to the controller
         self.lock = threading.Lock()
+        self._launch_lock = threading.Lock()
         self.running: dict[int, Running] = {}
         self._sel = selectors.DefaultSelector()
         self._wake_r, self._wake_w = os.pipe()
@@ -90,7 +91,10 @@ class StepManager:
             if known is not None and known.job.restart_count >= job.restart_count:
                 return  # a repeated launch message: never run a job twice
         try:
-            run = self._start(job, node_addrs)
+            # One launch at a time: a script written while another thread forks could be held
+            # open by that child, and exec'ing it would fail with ETXTBSY.
+            with self._launch_lock:
+                run = self._start(job, node_addrs)
         except Exception as e:  # the job fails, the agent does not
             log.warning("launch of job %s failed: %s", job.job_id, e)
             self.report({"job_id": job.job_id, "restart_count": job.restart_count,
@@ -102,7 +106,7 @@ class StepManager:
         os.write(self._wake_w, b"x")
 
     def _job_dir(self, job: Job) -> str:
-        return os.path.join(self.spool, f"job{job.job_id:08d}")
+        return os.path.join(self.spool, f"job{job.job_id:08d}.{job.restart_count}")
 
     def _start(self, job: Job, node_addrs: dict[str, str]) -> Running:
         spec = job.spec
@@ -151,19 +155,20 @@ class StepManager:
 
     def _finish(self, run: Running) -> None:
         rc = run.proc.wait()
+        if run.kill_timer:
+            run.kill_timer.cancel()
+        self._kill_group(run.proc.pid, signal.SIGKILL)  # what the script left behind dies with it
+        self._cleanup(run.job)
+        exit_code, exit_signal = (0, -rc) if rc < 0 else (rc, 0)
+        # Report before forgetting: a heartbeat must never see a job neither running nor ended.
+        self.report({"job_id": run.job.job_id, "restart_count": run.job.restart_count,
+                     "kind": "ended", "exit_code": exit_code, "exit_signal": exit_signal,
+                     "time": time.time()})
         with self.lock:
             self._sel.unregister(run.pidfd)
             os.close(run.pidfd)
             if self.running.get(run.job.job_id) is run:
                 del self.running[run.job.job_id]
-        if run.kill_timer:
-            run.kill_timer.cancel()
-        self._kill_group(run.proc.pid, signal.SIGKILL)  # what the script left behind dies with it
-        exit_code, exit_signal = (0, -rc) if rc < 0 else (rc, 0)
-        self.report({"job_id": run.job.job_id, "restart_count": run.job.restart_count,
-                     "kind": "ended", "exit_code": exit_code, "exit_signal": exit_signal,
-                     "time": time.time()})
-        self._cleanup(run.job)
 
     def _cleanup(self, job: Job) -> None:
         jdir = self._job_dir(job)

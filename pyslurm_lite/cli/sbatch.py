@@ -265,10 +265,31 @@ def main_args(argv: list[str]) -> int:
             if not lines[-1].startswith("Batch job") else e.message
         fail(PROG, msg)
     if ns.parsable:
-        print(job_id)
+        print(job_id, flush=True)
     elif not ns.quiet:
-        print(f"Submitted batch job {job_id}")
-    return 0
+        print(f"Submitted batch job {job_id}", flush=True)
+    return wait_for(job_id) if ns.wait else 0
+
+
+FINAL_STATES = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY",
+                "PREEMPTED", "BOOT_FAIL", "DEADLINE"}
+WAIT_POLL = 0.5  # seconds between looks at a job sbatch --wait follows
+
+
+def wait_for(job_id: int) -> int:
+    """sbatch --wait: block until the job ends; exit with its exit code (1 if it did not complete
+    and has none), as Slurm does."""
+    import time
+    from ..client import Client
+    client = Client()
+    while True:
+        jobs, _ = client.jobs(job_ids=[job_id], include_finished=True)
+        if jobs and jobs[0].state in FINAL_STATES:
+            job = jobs[0]
+            if job.state == "COMPLETED":
+                return 0
+            return job.exit_code or 1
+        time.sleep(WAIT_POLL)
 
 
 def main() -> None:

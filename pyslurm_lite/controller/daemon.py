@@ -32,6 +32,7 @@ from .store import Store
 log = logging.getLogger("pyslurm_lite.controller")
 
 SCHED_PERIOD = 1.0  # seconds between unprompted scheduling passes (begin times, reasons)
+MIN_SCHED_INTERVAL = 0.002  # seconds between passes at least
 MONITOR_PERIOD = 1.0  # seconds between time-limit / silent-node checks
 
 
@@ -42,7 +43,7 @@ class Controller:
         self.state = ClusterState(cfg, self.store, clock)
         self.jobs = JobManager(self.state)
         self.nodes = NodeManager(self.state, self.jobs)
-        self.dispatch = Dispatcher(self.state, on_launched=lambda ids: self.nodes.note_dispatched(ids, clock()))
+        self.dispatch = Dispatcher(self.state)
         self.stop = threading.Event()
         self.server = None
 
@@ -64,10 +65,14 @@ class Controller:
         while not self.stop.is_set():
             self.state.changed.wait(SCHED_PERIOD)
             self.state.changed.clear()
+            began = time.monotonic()
             try:
                 self.schedule_once(self.state.clock())
             except Exception:
                 log.exception("scheduling pass failed")
+            # Throttle: rest at least as long as the pass took, so a burst of submissions
+            # (each one a wake-up) costs a few passes and leaves the RPC threads half the CPU.
+            self.stop.wait(max(time.monotonic() - began, MIN_SCHED_INTERVAL))
 
     def _monitor_loop(self) -> None:
         while not self.stop.wait(MONITOR_PERIOD):

@@ -25,12 +25,11 @@ LAUNCH_TIMEOUT = 30.0  # seconds for an agent to accept a batch of launches
 
 
 class Dispatcher:
-    def __init__(self, state: ClusterState, on_launched=None):
+    def __init__(self, state: ClusterState):
         self.s = state
         self._stubs: dict[str, agent_pb2_grpc.AgentStub] = {}
         self._lock = threading.Lock()
         self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="dispatch")
-        self.on_launched = on_launched
 
     def _stub(self, node: str) -> agent_pb2_grpc.AgentStub:
         with self._lock:
@@ -56,8 +55,6 @@ class Dispatcher:
         req = agent_pb2.LaunchJobsRequest(instance=self.s.instance, node_addrs=self._node_addrs(launch))
         for job in launch.jobs:
             wire.fill_msg(req.jobs.add(), job)
-        if self.on_launched:
-            self.on_launched([j.job_id for j in launch.jobs])
         try:
             self._stub(launch.node).LaunchJobs(req, timeout=LAUNCH_TIMEOUT)
         except grpc.RpcError as e:

@@ -100,11 +100,14 @@ class JobManager:
         now = self.s.clock()
         with self.s.lock:
             job_id = self.s.next_job_id
-            job = Job(job_id=job_id, spec=spec, submit_time=now, eligible_time=spec.begin_time or now,
-                      priority=max(BASE_PRIORITY - job_id, 1), held=spec.hold, time_limit=limit,
-                      partition=part.name, reason=Reason.HELD_USER if spec.hold else Reason.NONE)
-            self.s.store.insert_jobs([job])  # durable before the id is handed out
             self.s.next_job_id += 1
+        job = Job(job_id=job_id, spec=spec, submit_time=now, eligible_time=spec.begin_time or now,
+                  priority=max(BASE_PRIORITY - job_id, 1), held=spec.hold, time_limit=limit,
+                  partition=part.name, reason=Reason.HELD_USER if spec.hold else Reason.NONE)
+        # Durable before anyone can see it: the scheduler only finds it after the commit, and
+        # the id is handed out only then. Outside the state lock, so commits can be grouped.
+        self.s.store.insert_jobs([job])
+        with self.s.lock:
             self.s.jobs[job_id] = job
             self.s.touch(job)
         self.s.changed.set()

@@ -25,7 +25,6 @@ class NodeManager:
     def __init__(self, state: ClusterState, jobs: JobManager):
         self.s = state
         self.jobs = jobs
-        self.dispatched_at: dict[int, float] = {}
 
     def _node(self, name: str):
         node = self.s.nodes.get(name)
@@ -62,8 +61,8 @@ class NodeManager:
         for job in list(self.s.jobs.values()):
             if not job.allocations or job.allocations[0].node != name:
                 continue
-            if now - self.dispatched_at.get(job.job_id, 0.0) < grace:
-                continue
+            if now - job.start_time < grace:
+                continue  # its launch may still be on the way to the agent
             if job.state == JobState.RUNNING and running.get(job.job_id) != job.restart_count:
                 lost.append(job)
             elif job.job_id in self.s.completing and job.job_id not in running:
@@ -119,10 +118,6 @@ class NodeManager:
             self.s.changed.set()
         return False
 
-    def note_dispatched(self, job_ids: list[int], now: float) -> None:
-        for jid in job_ids:
-            self.dispatched_at[jid] = now
-
     def monitor(self, now: float) -> Effects:
         """Mark nodes silent for SlurmdTimeout DOWN ("Not responding"); their jobs fail over."""
         effects, changed = Effects(), []
@@ -143,7 +138,6 @@ class NodeManager:
                             self.s.release_allocations(job)
                             changed.append(job)
             self.s.save(changed)
-        self.dispatched_at = {j: t for j, t in self.dispatched_at.items() if now - t < 3600}
         if changed:
             self.s.changed.set()
         return effects

@@ -151,8 +151,11 @@ class ClusterState:
         return out
 
     def snapshot(self) -> Snapshot:
+        # Held jobs are left out: nothing a pass decides can change for them (their Reason was
+        # set when they were held), and a queue full of held jobs must not slow every pass.
         pending = tuple(self.job_view(j) for j in self.jobs.values()
-                        if j.state == JobState.PENDING and j.job_id not in self.completing)
+                        if j.state == JobState.PENDING and not j.held
+                        and j.job_id not in self.completing)
         nodes = tuple(self.node_view(n) for n in self.nodes.values())
         parts = {p.name: PartitionView(p.name, tuple(p.nodes), p.state == "UP")
                  for p in self.cfg.partitions.values()}

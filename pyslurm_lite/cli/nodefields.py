@@ -1,0 +1,164 @@
+"""Node facts as sinfo and scontrol print them, computed from a Node message (or dataclass).
+
+Owns: the state words (IDLE+DRAIN, drng, allocated*...), the order sinfo sorts states in, and
+sinfo's per-node % letters. Must not: talk to the controller or format whole reports.
+
+Node state follows Slurm's node_state_string(): the DRAIN flag wins over the base state (a DOWN
+node that is also drained prints "drain"), and a node that does not respond gets a '*'.
+"""
+
+from __future__ import annotations
+
+from ..units import format_timestamp
+
+# Slurm's numeric node states and flags: sinfo's default sort ("#P,-t") orders groups by them,
+# highest first, so drained and silent nodes come before busy ones, busy before idle.
+_STATE_NUM = {"UNKNOWN": 0, "DOWN": 1, "IDLE": 2, "ALLOCATED": 3, "MIXED": 5}
+_FLAG_DRAIN = 0x200
+_FLAG_NO_RESPOND = 0x800
+
+_COMPACT = {"IDLE": "idle", "MIXED": "mix", "ALLOCATED": "alloc", "DOWN": "down", "UNKNOWN": "unk"}
+_LONG = {"IDLE": "idle", "MIXED": "mixed", "ALLOCATED": "allocated", "DOWN": "down",
+         "UNKNOWN": "unknown"}
+
+# sinfo's column headers, by % letter.
+HEADERS = {
+    "a": "AVAIL", "A": "NODES(A/I)", "b": "ACTIVE_FEATURES", "B": "MAX_CPUS_PER_NODE",
+    "c": "CPUS", "C": "CPUS(A/I/O/T)", "d": "TMP_DISK", "D": "NODES", "e": "FREE_MEM",
+    "E": "REASON", "f": "AVAIL_FEATURES", "F": "NODES(A/I/O/T)", "g": "GROUPS", "G": "GRES",
+    "h": "OVERSUBSCRIBE", "H": "TIMESTAMP", "I": "PRIO_JOB_FACTOR", "l": "TIMELIMIT",
+    "L": "DEFAULTTIME", "m": "MEMORY", "M": "PREEMPT_MODE", "n": "HOSTNAMES", "N": "NODELIST",
+    "o": "NODE_ADDR", "O": "CPU_LOAD", "p": "PRIO_TIER", "P": "PARTITION", "r": "ROOT",
+    "R": "PARTITION", "s": "JOB_SIZE", "S": "ALLOCNODES", "t": "STATE", "T": "STATE",
+    "u": "USER", "U": "USER", "v": "VERSION", "V": "CLUSTER", "w": "WEIGHT", "X": "SOCKETS",
+    "Y": "CORES", "z": "S:C:T", "Z": "THREADS",
+}
+
+
+def _is_busy(node) -> bool:
+    return node.state in ("ALLOCATED", "MIXED")
+
+
+def is_other(node) -> bool:
+    """Counted as 'O' (other) in A/I/O/T: not usable for new work."""
+    return node.drain or node.state in ("DOWN", "UNKNOWN") or not node.responding
+
+
+def display_state(node) -> str:
+    """scontrol's State=: IDLE, MIXED+DRAIN, DOWN+NOT_RESPONDING ... (flags in Slurm's order)."""
+    parts = [node.state]
+    if node.drain:
+        parts.append("DRAIN")
+    if not node.responding:
+        parts.append("NOT_RESPONDING")
+    return "+".join(parts)
+
+
+def compact_state(node) -> str:
+    """sinfo %t: idle, mix, alloc, down, drain, drng, unk; '*' when not responding."""
+    if node.drain:
+        word = "drng" if _is_busy(node) else "drain"
+    else:
+        word = _COMPACT.get(node.state, node.state.lower())
+    return word + ("" if node.responding else "*")
+
+
+def long_state(node) -> str:
+    """sinfo %T: idle, mixed, allocated, drained, draining, down, unknown; '*' when silent."""
+    if node.drain:
+        word = "draining" if _is_busy(node) else "drained"
+    else:
+        word = _LONG.get(node.state, node.state.lower())
+    return word + ("" if node.responding else "*")
+
+
+def state_rank(node) -> int:
+    """Slurm's numeric node_state, for sinfo's "-t" (decreasing state) sort."""
+    return (_STATE_NUM.get(node.state, 0) + (_FLAG_DRAIN if node.drain else 0)
+            + (0 if node.responding else _FLAG_NO_RESPOND))
+
+
+STATE_WORDS = sorted(set(_COMPACT.values()) | set(_LONG.values()) | {
+    "drain", "drained", "draining", "drng", "no_respond", "not_responding", "responding"})
+
+
+def valid_state(word: str) -> bool:
+    w = word.lower()
+    return any(s.startswith(w) for s in STATE_WORDS)
+
+
+def matches_state(node, wanted: str) -> bool:
+    """sinfo -t: a state name (compact or long, any case, prefix as Slurm allows) or flag."""
+    w = wanted.lower()
+    if w == "drain":
+        return node.drain
+    if w == "drained":
+        return node.drain and not _is_busy(node)
+    if w in ("draining", "drng"):
+        return node.drain and _is_busy(node)
+    if w in ("no_respond", "not_responding"):
+        return not node.responding
+    if w in ("responding",):
+        return node.responding
+    if node.drain and w.startswith("idle"):
+        return False  # Slurm: an idle node that is drained is "drained", not "idle"
+    base = node.state.lower()
+    return (_COMPACT.get(node.state, base).startswith(w) or base.startswith(w)
+            or _LONG.get(node.state, base).startswith(w))
+
+
+def cores_per_socket(cfg) -> int:
+    """CoresPerSocket, derived from CPUs when slurm.conf leaves it out (as Slurm does)."""
+    return cfg.cores_per_socket or max(cfg.cpus // max(cfg.sockets * cfg.threads_per_core, 1), 1)
+
+
+def gres_text(cfg) -> str:
+    """Gres= / %G: gpu:4, gpu:a100:2,gpu:t4:2 or (null)."""
+    items = [":".join([g.name] + ([g.type] if g.type else []) + [str(g.count)]) for g in cfg.gres]
+    return ",".join(items) or "(null)"
+
+
+def gpu_total(cfg) -> int:
+    return sum(g.count for g in cfg.gres if g.name == "gpu")
+
+
+def cpus_aiot(node) -> tuple[int, int, int, int]:
+    """CPUs allocated/idle/other/total: an unusable node's free CPUs count as 'other'."""
+    total, alloc = node.config.cpus, node.alloc_cpus
+    free = max(total - alloc, 0)
+    return (alloc, 0, free, total) if is_other(node) else (alloc, free, 0, total)
+
+
+def nodes_aiot(node) -> tuple[int, int, int, int]:
+    """One node as allocated/idle/other/total, for %F and sinfo -s."""
+    if is_other(node):
+        return (0, 0, 1, 1)
+    return (1, 0, 0, 1) if _is_busy(node) else (0, 1, 0, 1)
+
+
+def reason_text(node) -> str:
+    return node.reason or "none"
+
+
+def node_field(node, letter: str) -> str:
+    """One node's value for a sinfo % letter; '' for letters that are not per node."""
+    cfg = node.config
+    simple = {
+        "c": lambda: str(cfg.cpus), "d": lambda: "0", "E": lambda: reason_text(node),
+        "f": lambda: ",".join(cfg.features) or "(null)", "G": lambda: gres_text(cfg),
+        "m": lambda: str(cfg.real_memory), "n": lambda: cfg.name, "o": lambda: cfg.addr or cfg.name,
+        "t": lambda: compact_state(node), "T": lambda: long_state(node),
+        "w": lambda: str(cfg.weight), "X": lambda: str(cfg.sockets),
+        "Y": lambda: str(cores_per_socket(cfg)), "Z": lambda: str(cfg.threads_per_core),
+        "z": lambda: f"{cfg.sockets}:{cores_per_socket(cfg)}:{cfg.threads_per_core}",
+        "v": lambda: node.agent_version or "N/A",
+        "H": lambda: format_timestamp(node.reason_time) if node.reason else "Unknown",
+        # The controller keeps no reason uid; only operators (root) may set a reason.
+        "u": lambda: "root" if node.reason else "Unknown",
+        "U": lambda: "root(0)" if node.reason else "Unknown",
+        "b": lambda: ",".join(cfg.features) or "(null)",
+        "O": lambda: f"{node.cpu_load:.2f}" if node.responding else "N/A",
+        "e": lambda: str(node.free_memory) if node.responding else "N/A",
+    }
+    fn = simple.get(letter)
+    return fn() if fn else ""

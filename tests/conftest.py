@@ -1,0 +1,164 @@
+"""Shared test fixtures and helpers.
+
+Unit tests need nothing from here but `factories` (importable because this directory is on
+sys.path). End-to-end tests take the module-scoped `cluster` fixture: a real local cluster (one
+controller and two agents on loopback, started by `pyslurm-lite cluster up`) shared by every test
+of one module, torn down with `pyslurm-lite cluster down`. The CLIs run as subprocesses with this
+virtual environment's bin directory first on PATH, so `sbatch` is ours and never the system's
+real Slurm in /usr/bin.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+BIN_DIR = os.path.dirname(os.path.abspath(sys.executable))
+PYSLURM_LITE = os.path.join(BIN_DIR, "pyslurm-lite")
+
+# Slurm's final job states (squeue -o %T); "CANCELLED by N" counts as CANCELLED.
+FINAL_STATES = frozenset({"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL",
+                          "OUT_OF_MEMORY", "PREEMPTED", "BOOT_FAIL", "DEADLINE"})
+
+# The shared cluster's shape: 2 nodes x 2 CPUs x 2000 MiB x 4 GPUs.
+NODES, CPUS, MEM_MB, GPUS = 2, 2, 2000, 4
+CLI_TIMEOUT = 60.0  # seconds for any one CLI call
+UP_TIMEOUT = 120.0  # seconds for `cluster up` (it waits for every node itself)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests marked `root` need root (cgroups, switching users): skip them with a reason otherwise."""
+    if os.geteuid() == 0:
+        return
+    skip = pytest.mark.skip(reason="needs root (os.geteuid() != 0)")
+    for item in items:
+        if item.get_closest_marker("root"):
+            item.add_marker(skip)
+
+
+def cli_env(conf: str | os.PathLike | None = None, **extra: str) -> dict[str, str]:
+    """The environment for a CLI subprocess: our bin dir first on PATH, no stray Slurm settings."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("SLURM_", "SBATCH_", "SQUEUE_", "SCANCEL_"))
+           and k not in ("PYSLURM_LITE_CONF", "PYTEST_CURRENT_TEST")}
+    env["PATH"] = BIN_DIR + os.pathsep + env.get("PATH", "/usr/bin:/bin")
+    if conf is not None:
+        env["PYSLURM_LITE_CONF"] = str(conf)
+    env.update(extra)
+    return env
+
+
+def run_cmd(cmd, env: dict[str, str], *, cwd=None, input: str | None = None,
+            timeout: float = CLI_TIMEOUT) -> subprocess.CompletedProcess:
+    """Run a command list (or a bash command line when a str); capture text output, never raise
+    on a non-zero exit."""
+    if isinstance(cmd, str):
+        cmd = ["/bin/bash", "-c", cmd]
+    else:
+        cmd = [str(c) for c in cmd]
+    return subprocess.run(cmd, env=env, cwd=cwd, input=input, capture_output=True, text=True,
+                          timeout=timeout, stdin=None if input is not None else subprocess.DEVNULL)
+
+
+@dataclass
+class Cluster:
+    dir: Path
+    conf: Path
+    env: dict[str, str]
+
+    def run(self, cmd, *, cwd=None, input: str | None = None, env: dict[str, str] | None = None,
+            timeout: float = CLI_TIMEOUT) -> subprocess.CompletedProcess:
+        """Run cmd against this cluster; `env` adds to (or overrides) the cluster's environment."""
+        return run_cmd(cmd, {**self.env, **(env or {})}, cwd=cwd, input=input, timeout=timeout)
+
+    def sbatch(self, *args: str, cwd=None, input: str | None = None, env=None) -> int:
+        """Submit with --parsable and return the job id; fail the test on any error."""
+        r = self.run(["sbatch", "--parsable", *args], cwd=cwd, input=input, env=env)
+        assert r.returncode == 0 and r.stdout.strip().isdigit(), \
+            f"sbatch {shlex.join(args)} -> rc={r.returncode} out={r.stdout!r} err={r.stderr!r}"
+        return int(r.stdout.strip())
+
+    def state(self, job_id: int) -> str:
+        r = self.run(["squeue", "-h", "-j", str(job_id), "-o", "%T"])
+        return r.stdout.strip().splitlines()[0].strip() if r.returncode == 0 and r.stdout.strip() else ""
+
+    def pid_of(self, daemon: str) -> int:
+        """The pid recorded by `cluster up` for 'controller' or 'agent-nodeK'."""
+        return int((self.dir / f"{daemon}.pid").read_text().split()[0])
+
+    def up(self) -> subprocess.CompletedProcess:
+        return run_cmd([PYSLURM_LITE, "cluster", "up", "--nodes", NODES, "--cpus", CPUS,
+                        "--mem", MEM_MB, "--gpus", GPUS, "--dir", self.dir],
+                       cli_env(), timeout=UP_TIMEOUT)
+
+    def down(self) -> subprocess.CompletedProcess:
+        return run_cmd([PYSLURM_LITE, "cluster", "down", "--dir", self.dir], cli_env(), timeout=60)
+
+    def log_tails(self, chars: int = 1500) -> str:
+        out = []
+        for log in sorted(self.dir.glob("*.log")):
+            out.append(f"--- {log.name}\n{log.read_text(errors='replace')[-chars:]}")
+        return "\n".join(out)
+
+
+def wait_state(cluster: Cluster, job_id: int, wanted, timeout: float = 60.0) -> str:
+    """Poll squeue until the job's state is in `wanted` (or final); return it, fail on timeout."""
+    wanted = {wanted} if isinstance(wanted, str) else set(wanted)
+    deadline, state = time.monotonic() + timeout, ""
+    while time.monotonic() < deadline:
+        state = cluster.state(job_id)
+        if state in wanted or state.split(" ")[0] in FINAL_STATES:
+            return state
+        time.sleep(0.2)
+    pytest.fail(f"job {job_id} not in {sorted(wanted)} after {timeout:.0f}s (last state "
+                f"{state or 'unknown'})\n{cluster.log_tails()}")
+
+
+def wait_final(cluster: Cluster, job_id: int, timeout: float = 60.0) -> str:
+    """Poll `squeue -h -j ID -o %T` until the job is in a final state; return that state
+    ('CANCELLED by 0' is returned as 'CANCELLED'); fail the test on timeout."""
+    deadline, state = time.monotonic() + timeout, ""
+    while time.monotonic() < deadline:
+        state = cluster.state(job_id)
+        if state.split(" ")[0] in FINAL_STATES:
+            return state.split(" ")[0]
+        time.sleep(0.2)
+    pytest.fail(f"job {job_id} not final after {timeout:.0f}s (last state {state or 'unknown'})\n"
+                f"{cluster.log_tails()}")
+
+
+def start_cluster(directory: Path) -> Cluster:
+    if not os.access(PYSLURM_LITE, os.X_OK):
+        pytest.fail(f"no pyslurm-lite console script next to {sys.executable}: "
+                    f"install the project (pip install -e .) into this environment")
+    cluster = Cluster(dir=directory, conf=directory / "slurm.conf", env={})
+    cluster.env = cli_env(cluster.conf)
+    for cmd in ("sbatch", "squeue", "scancel"):
+        found = shutil.which(cmd, path=cluster.env["PATH"])
+        assert found == os.path.join(BIN_DIR, cmd), f"{cmd} resolves to {found}, not ours"
+    r = cluster.up()
+    if r.returncode != 0:
+        cluster.down()
+        pytest.fail(f"cluster up failed: rc={r.returncode}\n{r.stdout}\n{r.stderr}\n"
+                    f"{cluster.log_tails()}")
+    assert f"export PYSLURM_LITE_CONF={cluster.conf}" in r.stdout, r.stdout
+    return cluster
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    """A local cluster (2 nodes x 2 CPUs x 2000 MiB x 4 GPUs) shared by one test module."""
+    c = start_cluster(tmp_path_factory.mktemp("cluster"))
+    try:
+        yield c
+    finally:
+        r = c.down()
+        assert r.returncode == 0, f"cluster down failed: {r.stdout}{r.stderr}"

@@ -1,0 +1,125 @@
+"""controller/store.py: durable state in SQLite (a temporary file per test)."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+import sqlalchemy as sa
+
+from factories import model_job
+from pyslurm_lite.controller.store import SCHEMA_VERSION, Store
+from pyslurm_lite.errors import ConfigError
+from pyslurm_lite.model import JobState, Reason
+
+
+@pytest.fixture
+def db(tmp_path):
+    return tmp_path / "state" / "state.db"  # the directory does not exist yet: Store makes it
+
+
+def open_store(path):
+    return Store(f"sqlite:///{path}")
+
+
+def jobs(*states):
+    out = []
+    for i, state in enumerate(states, start=1):
+        job = model_job(i, name=f"j{i}")
+        job.state = state
+        out.append(job)
+    return out
+
+
+def test_jobs_persist_across_reopen(db):
+    store = open_store(db)
+    written = jobs(JobState.PENDING, JobState.RUNNING, JobState.COMPLETED)
+    store.insert_jobs(written)
+    store.close()
+
+    reopened = open_store(db)
+    assert reopened.load_jobs(active_only=False) == written
+    assert reopened.max_job_id() == 3
+    reopened.close()
+
+
+def test_saved_changes_persist(db):
+    store = open_store(db)
+    job = jobs(JobState.RUNNING)[0]
+    store.insert_jobs([job])
+    job.state, job.reason, job.exit_code, job.end_time = JobState.FAILED, Reason.NON_ZERO_EXIT, 3, 9.5
+    store.save_jobs([job])
+    store.close()
+    (back,) = open_store(db).load_jobs(active_only=False)
+    assert (back.state, back.reason, back.exit_code, back.end_time) == \
+        (JobState.FAILED, Reason.NON_ZERO_EXIT, 3, 9.5)
+
+
+def test_active_and_finished_queries(db):
+    store = open_store(db)
+    store.insert_jobs(jobs(JobState.PENDING, JobState.COMPLETED, JobState.RUNNING,
+                           JobState.CANCELLED, JobState.COMPLETING))
+    assert [j.job_id for j in store.load_jobs()] == [1, 3, 5]           # the restart scan
+    assert [j.job_id for j in store.load_finished()] == [2, 4]
+    assert [j.job_id for j in store.load_finished([4, 5, 99])] == [4]
+    assert [j.job_id for j in store.load_finished(limit=1)] == [4]      # the newest ones
+
+
+def test_duplicate_job_id_is_refused(db):
+    store = open_store(db)
+    store.insert_jobs(jobs(JobState.PENDING))
+    with pytest.raises(sa.exc.IntegrityError):
+        store.insert_jobs(jobs(JobState.PENDING))
+    assert len(store.load_jobs(active_only=False)) == 1
+
+
+def test_empty_store(db):
+    store = open_store(db)
+    assert (store.load_jobs(), store.load_finished(), store.max_job_id(), store.load_nodes()) == \
+        ([], [], 0, {})
+
+
+def test_nodes_persist(db):
+    store = open_store(db)
+    store.save_node("node1", drain=True, down=False, reason="maint", reason_time=5.0)
+    store.save_node("node1", drain=False, down=True, reason="dead", reason_time=6.0)  # update
+    store.save_node("node2", drain=False, down=False, reason="", reason_time=0.0)
+    store.close()
+    nodes = open_store(db).load_nodes()
+    assert nodes == {
+        "node1": {"name": "node1", "drain": False, "down": True, "reason": "dead", "reason_time": 6.0},
+        "node2": {"name": "node2", "drain": False, "down": False, "reason": "", "reason_time": 0.0},
+    }
+
+
+def test_sqlite_pragmas(db):
+    store = open_store(db)
+    with store.engine.connect() as conn:
+        pragma = lambda name: conn.exec_driver_sql(f"PRAGMA {name}").scalar()  # noqa: E731
+        assert str(pragma("journal_mode")).lower() == "wal"
+        assert pragma("busy_timeout") > 0
+        assert pragma("foreign_keys") == 1
+    store.close()
+    # WAL is a property of the file: a plain sqlite3 connection sees it too
+    with sqlite3.connect(db) as raw:
+        assert raw.execute("PRAGMA journal_mode").fetchone()[0].lower() == "wal"
+
+
+def test_schema_version_row(db):
+    open_store(db).close()
+    with sqlite3.connect(db) as raw:
+        rows = raw.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchall()
+    assert rows == [(str(SCHEMA_VERSION),)]
+    store = open_store(db)  # reopening keeps one row
+    assert store.get_meta("schema_version") == str(SCHEMA_VERSION)
+    with sqlite3.connect(db) as raw:
+        assert raw.execute("SELECT COUNT(*) FROM meta WHERE key = 'schema_version'").fetchone()[0] == 1
+
+
+def test_unknown_schema_version_is_refused(db):
+    open_store(db).close()
+    with sqlite3.connect(db) as raw:
+        raw.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION + 1),))
+    with pytest.raises(ConfigError) as e:
+        open_store(db)
+    assert str(SCHEMA_VERSION + 1) in e.value.message
