@@ -17,8 +17,12 @@ import threading
 import time
 from concurrent import futures
 
-import grpc
-import psutil
+# The agent forks a process per job from a threaded gRPC server: gRPC's own fork handlers are
+# for processes that use gRPC after forking, which ours never do, and they crash such children.
+os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
+
+import grpc  # noqa: E402  (after the fork-support switch above)
+import psutil  # noqa: E402
 
 from .. import __version__, config as config_mod, wire
 from .._proto import agent_pb2_grpc, controller_pb2 as cpb, controller_pb2_grpc, types_pb2

@@ -47,3 +47,28 @@ def render_row(tokens: list, getter) -> str:
     for t in tokens:
         parts.append(t if isinstance(t, str) else cell(getter(t[0]), t[1], t[2]))
     return "".join(parts)
+
+
+def compile_row(tokens: list, fields: dict, default):
+    """A function job, now -> formatted line, with each token's field function looked up once."""
+    parts = []
+    for t in tokens:
+        if isinstance(t, str):
+            parts.append((None, t, None, False))
+        else:
+            parts.append((fields.get(t[0], default), None, t[1], t[2]))
+
+    def row(obj, now) -> str:
+        out = []
+        for fn, literal, width, right in parts:
+            if fn is None:
+                out.append(literal)
+                continue
+            value = fn(obj, now)
+            if width is not None:
+                value = value[:width]
+                value = value.rjust(width) if right else value.ljust(width)
+            out.append(value)
+        return "".join(out)
+
+    return row

@@ -53,82 +53,82 @@ def gres_text(spec) -> str:
     return "N/A"
 
 
-def job_field(job, letter: str, now: float) -> str:
+def _nodes(job) -> list[str]:
+    return [a.node for a in job.allocations]
+
+
+def _cpus(job) -> str:
     spec = job.spec
-    nodes = [a.node for a in job.allocations]
-    pending = job.state == "PENDING"
-    if letter in ("i", "A", "F"):
-        return str(job.job_id)
-    if letter == "P":
-        return job.partition
-    if letter == "j":
-        return spec.name
-    if letter == "u":
-        return spec.user
-    if letter == "U":
-        return str(spec.uid)
-    if letter == "T":
-        return job.state
-    if letter == "t":
-        return COMPACT.get(job.state, job.state[:2])
-    if letter == "M":
-        return format_elapsed(elapsed(job, now))
-    if letter == "l":
-        return format_limit(job.time_limit)
-    if letter == "L":
-        if job.time_limit < 0:
-            return "UNLIMITED"
-        return format_elapsed(max(job.time_limit * 60 - elapsed(job, now), 0))
-    if letter == "D":
-        return str(len(nodes) if nodes else spec.num_nodes)
-    if letter == "C":
-        return str(sum(a.cpus for a in job.allocations) or
-                   max(spec.num_tasks, spec.num_nodes) * spec.cpus_per_task)
-    if letter == "R":
-        return f"({job.reason})" if pending or not nodes else collect(nodes)
-    if letter == "r":
-        return job.reason
-    if letter in ("N", "B"):
-        return collect(nodes) if letter == "N" else (nodes[0] if nodes else "n/a")
-    if letter == "b":
-        return gres_text(spec)
-    if letter == "S":
-        return format_timestamp(job.start_time) if job.start_time else "N/A"
-    if letter == "V":
-        return format_timestamp(job.submit_time)
-    if letter == "e":
-        return format_timestamp(job.end_time) if job.end_time else "N/A"
-    if letter in ("Q", "p"):
-        return str(0 if job.held else job.priority)
-    if letter == "a":
-        return spec.account or "(null)"
-    if letter == "q":
-        return spec.qos or "normal"
-    if letter == "Z":
-        return spec.work_dir
-    if letter == "k":
-        return spec.comment or "(null)"
-    if letter == "c":
-        return str(spec.cpus_per_task)
-    if letter == "m":
-        return format_memory(spec.mem_per_node) if spec.mem_per_node else (
-            format_memory(spec.mem_per_cpu) if spec.mem_per_cpu else "0")
-    if letter == "y":
-        return str(spec.nice)
-    if letter == "f":
-        return spec.constraint or "(null)"
-    if letter == "o":
-        return "(null)" if not spec.batch else (spec.argv[0] if spec.argv else "(null)")
-    if letter == "E":
-        return "(null)"
-    if letter == "h":
-        return "NO" if spec.exclusive else "OK"
-    if letter == "n":
-        return spec.nodelist or ""
-    if letter == "x":
-        return spec.exclude or ""
-    if letter == "Y":
-        return "(null)"
-    if letter == "K":
-        return "N/A"
+    return str(sum(a.cpus for a in job.allocations) or
+               max(spec.num_tasks, spec.num_nodes) * spec.cpus_per_task)
+
+
+def _reason_or_nodes(job) -> str:
+    if job.state == "PENDING" or not job.allocations:
+        return f"({job.reason})"
+    return collect(_nodes(job))
+
+
+def _time_left(job, now) -> str:
+    if job.time_limit < 0:
+        return "UNLIMITED"
+    return format_elapsed(max(job.time_limit * 60 - elapsed(job, now), 0))
+
+
+def _min_memory(spec) -> str:
+    if spec.mem_per_node:
+        return format_memory(spec.mem_per_node)
+    return format_memory(spec.mem_per_cpu) if spec.mem_per_cpu else "0"
+
+
+# letter -> f(job, now) -> text. One table, so squeue's %-format and --Format share it and a
+# row computes only the fields its format asks for.
+FIELDS = {
+    "i": lambda j, now: str(j.job_id),
+    "A": lambda j, now: str(j.job_id),
+    "F": lambda j, now: str(j.job_id),
+    "P": lambda j, now: j.partition,
+    "j": lambda j, now: j.spec.name,
+    "u": lambda j, now: j.spec.user,
+    "U": lambda j, now: str(j.spec.uid),
+    "T": lambda j, now: j.state,
+    "t": lambda j, now: COMPACT.get(j.state, j.state[:2]),
+    "M": lambda j, now: format_elapsed(elapsed(j, now)),
+    "l": lambda j, now: format_limit(j.time_limit),
+    "L": _time_left,
+    "D": lambda j, now: str(len(j.allocations) or j.spec.num_nodes),
+    "C": lambda j, now: _cpus(j),
+    "R": lambda j, now: _reason_or_nodes(j),
+    "r": lambda j, now: j.reason,
+    "N": lambda j, now: collect(_nodes(j)),
+    "B": lambda j, now: j.allocations[0].node if j.allocations else "n/a",
+    "b": lambda j, now: gres_text(j.spec),
+    "S": lambda j, now: format_timestamp(j.start_time) if j.start_time else "N/A",
+    "V": lambda j, now: format_timestamp(j.submit_time),
+    "e": lambda j, now: format_timestamp(j.end_time) if j.end_time else "N/A",
+    "Q": lambda j, now: str(0 if j.held else j.priority),
+    "p": lambda j, now: str(0 if j.held else j.priority),
+    "a": lambda j, now: j.spec.account or "(null)",
+    "q": lambda j, now: j.spec.qos or "normal",
+    "Z": lambda j, now: j.spec.work_dir,
+    "k": lambda j, now: j.spec.comment or "(null)",
+    "c": lambda j, now: str(j.spec.cpus_per_task),
+    "m": lambda j, now: _min_memory(j.spec),
+    "y": lambda j, now: str(j.spec.nice),
+    "f": lambda j, now: j.spec.constraint or "(null)",
+    "o": lambda j, now: "(null)",
+    "E": lambda j, now: "(null)",
+    "h": lambda j, now: "NO" if j.spec.exclusive else "OK",
+    "n": lambda j, now: j.spec.nodelist,
+    "x": lambda j, now: j.spec.exclude,
+    "Y": lambda j, now: "(null)",
+    "K": lambda j, now: "N/A",
+}
+
+
+def _blank(job, now) -> str:
     return ""
+
+
+def job_field(job, letter: str, now: float) -> str:
+    return FIELDS.get(letter, _blank)(job, now)

@@ -1,13 +1,15 @@
 """Node facts as sinfo and scontrol print them, computed from a Node message (or dataclass).
 
-Owns: the state words (IDLE+DRAIN, drng, allocated*...), the order sinfo sorts states in, and
-sinfo's per-node % letters. Must not: talk to the controller or format whole reports.
+Owns: the state words (IDLE+DRAIN, drng, allocated*...), the order sinfo sorts states in,
+sinfo's per-node % letters and scontrol's node record. Must not: talk to the controller.
 
 Node state follows Slurm's node_state_string(): the DRAIN flag wins over the base state (a DOWN
 node that is also drained prints "drain"), and a node that does not respond gets a '*'.
 """
 
 from __future__ import annotations
+
+import os
 
 from ..units import format_timestamp
 
@@ -162,3 +164,61 @@ def node_field(node, letter: str) -> str:
     }
     fn = simple.get(letter)
     return fn() if fn else ""
+
+
+# ---- scontrol show node --------------------------------------------------------------------
+def tres_text(cpus: int, mem: int, nodes: int | None, gpus: int, billing: bool = True) -> str:
+    """CfgTRES/AllocTRES/TRES text in Slurm's order: cpu, mem, node, billing, gres/gpu."""
+    from ..units import format_memory
+    parts = [f"cpu={cpus}", f"mem={format_memory(mem)}"]
+    parts += [f"node={nodes}"] if nodes is not None else []
+    parts += [f"billing={cpus}"] if billing else []
+    parts += [f"gres/gpu={gpus}"] if gpus else []
+    return ",".join(parts)
+
+
+def node_record(node, now: float, cfg, partitions: list[str]) -> list[str]:
+    """scontrol show node: one node's lines in Slurm 22.05's order."""
+    c = node.config
+    port = f" Port={c.port}" if c.port and c.port != cfg.slurmd_port else ""
+    version = f" Version={node.agent_version}" if node.agent_version else ""
+    load = f"{node.cpu_load:.2f}" if node.responding else "N/A"
+    free = str(node.free_memory) if node.responding else "N/A"
+    # The controller keeps no last-busy time: a busy node is busy now, an idle one unknown.
+    busy = format_timestamp(now) if node.alloc_cpus else "Unknown"
+    alloc = tres_text(node.alloc_cpus, node.alloc_mem, None, len(node.alloc_gpus),
+                      billing=False) if node.alloc_cpus else ""
+    lines = [f"NodeName={c.name}{_arch(node)} CoresPerSocket={cores_per_socket(c)} ",
+             f"CPUAlloc={node.alloc_cpus} CPUEfctv={c.cpus} CPUTot={c.cpus} CPULoad={load}",
+             f"AvailableFeatures={','.join(c.features) or '(null)'}",
+             f"ActiveFeatures={','.join(c.features) or '(null)'}",
+             f"Gres={gres_text(c)}",
+             f"NodeAddr={c.addr or c.name} NodeHostName={c.name}{port}{version}"]
+    lines += [f"OS={_os_text()} "] if node.responding else []
+    lines += [f"RealMemory={c.real_memory} AllocMem={node.alloc_mem} FreeMem={free} "
+              f"Sockets={c.sockets} Boards=1",
+              f"State={display_state(node)} ThreadsPerCore={c.threads_per_core} TmpDisk=0 "
+              f"Weight={c.weight} Owner=N/A MCS_label=N/A"]
+    lines += [f"Partitions={','.join(partitions)} "] if partitions else []
+    boot = f"BootTime={format_timestamp(node.boot_time)} " if node.boot_time else "BootTime=None "
+    lines += [boot + "SlurmdStartTime=None", f"LastBusyTime={busy}",
+              f"CfgTRES={tres_text(c.cpus, c.real_memory, None, gpu_total(c))}",
+              f"AllocTRES={alloc}",
+              "CapWatts=n/a", "CurrentWatts=0 AveWatts=0",
+              "ExtSensorsJoules=n/s ExtSensorsWatts=0 ExtSensorsTemp=n/s"]
+    if node.reason:
+        # The controller records no reason uid; only an operator (root) may set one.
+        lines.append(f"Reason={node.reason} [root@{format_timestamp(node.reason_time)}]")
+    return lines
+
+
+def _arch(node) -> str:
+    # Agents do not report Arch/OS; a lab's nodes run the build this CLI runs on, so the local
+    # values stand in for a node that answers, and are left out (as Slurm does) for one that
+    # does not.
+    return f" Arch={os.uname().machine}" if node.responding else ""
+
+
+def _os_text() -> str:
+    u = os.uname()
+    return f"{u.sysname} {u.release} {u.version}"

@@ -90,6 +90,11 @@ def _states(values) -> set[str]:
 
 
 # ---- one record (a job, or its batch step) ----------------------------------------------------
+def started(job) -> float:
+    """When the current run began; 0 while pending (a requeued job keeps its old start)."""
+    return 0.0 if job.state == "PENDING" else job.start_time
+
+
 def step_state(job) -> str:
     """The batch step's state: a step killed by a signal (or by cancel/timeout) is CANCELLED."""
     if job.state in ("CANCELLED", "TIMEOUT") or (job.state == "FAILED" and job.exit_signal):
@@ -105,7 +110,7 @@ def _tres(items: dict[str, int]) -> str:
 
 def alloc_tres(job, step: bool) -> str:
     allocs = job.allocations[:1] if step else list(job.allocations)
-    if not allocs or not job.start_time:
+    if not allocs or not started(job):
         return ""
     cpus = sum(a.cpus for a in allocs)
     items = {"cpu": cpus, "mem": sum(a.mem for a in allocs), "node": len(allocs),
@@ -117,7 +122,7 @@ def alloc_tres(job, step: bool) -> str:
 
 def alloc_cpus(rec: "Record", step: bool) -> int:
     job = rec.job
-    if job.allocations and job.start_time:
+    if job.allocations and started(job):
         return job.allocations[0].cpus if step else sum(a.cpus for a in job.allocations)
     return sum(rec.spec.cpus_on_node(i) for i in range(max(rec.spec.num_nodes, 1)))
 
@@ -141,37 +146,44 @@ class Record:
     cfg: object
 
 
+# Fields a step line leaves empty: they describe the job as submitted, not the step.
+JOB_ONLY = {"Partition", "QOS", "User", "UID", "Timelimit", "RestartCnt", "Priority"}
+
+
 def field_value(name: str, rec: Record) -> str:
     from ..config import collect
     from ..units import format_hms, format_limit_hms, format_timestamp
-    job, step, now = rec.job, rec.step, rec.now
-    nodes = [a.node for a in job.allocations] if job.start_time else []
-    ended = job.end_time or (0 if job.state in ("PENDING", "RUNNING") else job.start_time)
-    elapsed = (job.end_time or now) - job.start_time if job.start_time else 0
+    job, step, spec, start = rec.job, rec.step, rec.spec, started(rec.job)
+    if step and name in JOB_ONLY:
+        return ""
+    nodes = [a.node for a in job.allocations] if start else []
+    ended = job.end_time if job.state not in ("PENDING", "RUNNING") else 0
+    elapsed = (ended or rec.now) - start if start else 0
+    job_id = f"{job.job_id}.batch" if step else str(job.job_id)
     values = {
-        "JobID": lambda: f"{job.job_id}.batch" if step else str(job.job_id),
-        "JobIDRaw": lambda: f"{job.job_id}.batch" if step else str(job.job_id),
-        "JobName": lambda: "batch" if step else job.spec.name,
-        "Partition": lambda: "" if step else job.partition,
-        "Account": lambda: job.spec.account, "QOS": lambda: "" if step else job.spec.qos or "normal",
-        "AllocCPUS": lambda: str(alloc_cpus(rec, step)),
-        "NCPUS": lambda: str(alloc_cpus(rec, step)),
+        "JobID": lambda: job_id, "JobIDRaw": lambda: job_id,
+        "JobName": lambda: "batch" if step else spec.name,
+        "Partition": lambda: job.partition, "Account": lambda: spec.account,
+        "QOS": lambda: spec.qos or "normal",
+        "AllocCPUS": lambda: str(alloc_cpus(rec, step)), "NCPUS": lambda: str(alloc_cpus(rec, step)),
+        "ReqCPUS": lambda: str(alloc_cpus(rec, False)),
         "State": lambda: step_state(job) if step else job.state,
         "ExitCode": lambda: f"{job.exit_code}:{job.exit_signal}",
         "Elapsed": lambda: format_hms(elapsed), "ElapsedRaw": lambda: str(int(elapsed)),
-        "Submit": lambda: format_timestamp(job.start_time if step else job.submit_time),
-        "Start": lambda: format_timestamp(job.start_time),
+        "Submit": lambda: format_timestamp(start if step else job.submit_time),
+        # Slurm stamps a job cancelled while pending as starting when it ended.
+        "Start": lambda: format_timestamp(start or ended),
         "End": lambda: format_timestamp(ended),
         "NodeList": lambda: (nodes[0] if step else collect(nodes)) if nodes else "None assigned",
-        "NNodes": lambda: "1" if step else str(len(nodes) or job.spec.num_nodes),
+        "NNodes": lambda: "1" if step else str(len(nodes) or spec.num_nodes),
         "AllocNodes": lambda: "1" if step else str(len(nodes)),
-        "ReqNodes": lambda: str(job.spec.num_nodes), "ReqCPUS": lambda: str(alloc_cpus(rec, False)),
-        "User": lambda: "" if step else job.spec.user, "UID": lambda: "" if step else str(job.spec.uid),
+        "ReqNodes": lambda: str(spec.num_nodes),
+        "User": lambda: spec.user, "UID": lambda: str(spec.uid),
         "AllocTRES": lambda: alloc_tres(job, step), "ReqMem": lambda: req_mem(rec),
-        "Timelimit": lambda: "" if step else format_limit_hms(job.time_limit),
-        "RestartCnt": lambda: "" if step else str(job.restart_count),
-        "Priority": lambda: "" if step else str(0 if job.held else job.priority),
-        "WorkDir": lambda: job.spec.work_dir,
+        "Timelimit": lambda: format_limit_hms(job.time_limit),
+        "RestartCnt": lambda: str(job.restart_count),
+        "Priority": lambda: str(0 if job.held else job.priority),
+        "WorkDir": lambda: spec.work_dir,
     }
     return values[name]()
 
@@ -240,7 +252,7 @@ def main_args(argv: list[str]) -> int:
         spec = wire.from_msg(job.spec, JobSpec)
         rec = Record(job, spec, False, now, client.cfg)
         out.append(render([field_value(n, rec) for n in names], fields, ns))
-        if not ns.allocations and job.start_time and spec.batch and job.allocations:
+        if not ns.allocations and started(job) and spec.batch and job.allocations:
             rec.step = True
             out.append(render([field_value(n, rec) for n in names], fields, ns))
     sys.stdout.write("".join(line + "\n" for line in out))

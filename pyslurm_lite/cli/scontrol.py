@@ -13,7 +13,7 @@ import re
 import sys
 
 from .common import SlurmArgParser, fail, run
-from .nodefields import cores_per_socket, display_state, gpu_total, gres_text
+from .nodefields import gpu_total, node_record, tres_text
 
 PROG = "scontrol"
 JOB_ACTIONS = ("hold", "uhold", "release", "requeue", "requeuehold")
@@ -42,15 +42,6 @@ def _name_of(uid: int, group: bool = False) -> str:
         return str(uid)
 
 
-def _tres(cpus: int, mem: int, nodes: int | None, gpus: int, billing: bool = True) -> str:
-    from ..units import format_memory
-    parts = [f"cpu={cpus}", f"mem={format_memory(mem)}"]
-    parts += [f"node={nodes}"] if nodes is not None else []
-    parts += [f"billing={cpus}"] if billing else []
-    parts += [f"gres/gpu={gpus}"] if gpus else []
-    return ",".join(parts)
-
-
 # ---- jobs -------------------------------------------------------------------------------------
 def _std_path(job, pattern: str) -> str:
     """StdOut/StdErr as Slurm shows them: the default name, relative to WorkDir, %-expanded."""
@@ -72,16 +63,15 @@ def _command(spec) -> str:
 
 
 def _job_times(job, now: float) -> tuple[str, str, str]:
-    """(RunTime, StartTime, EndTime) text."""
+    """(RunTime, StartTime, EndTime) text. A job that ended without starting (cancelled while
+    pending) shows its end as its start, as Slurm does."""
     from ..units import format_hms
-    if job.state == "PENDING" or not job.start_time:
-        run_s = 0.0
-    else:
-        run_s = (job.end_time or now) - job.start_time
+    pending = job.state == "PENDING"
+    run_s = 0.0 if pending or not job.start_time else (job.end_time or now) - job.start_time
     end = job.end_time
-    if not end and job.start_time and job.state != "PENDING":
-        end = job.start_time + job.time_limit * 60 if job.time_limit >= 0 else 0
-    start = job.start_time if job.state != "PENDING" else 0
+    if not end and job.start_time and not pending and job.time_limit >= 0:
+        end = job.start_time + job.time_limit * 60
+    start = 0 if pending else job.start_time or job.end_time
     return format_hms(run_s), _ts(start), _ts(end if start else 0)
 
 
@@ -90,13 +80,13 @@ def _job_resources(job, spec, cfg) -> tuple[str, int, str]:
     if job.allocations:
         gpus = sum(len(a.gpus) for a in job.allocations)
         cpus = sum(a.cpus for a in job.allocations)
-        tres = _tres(cpus, sum(a.mem for a in job.allocations), len(job.allocations), gpus)
+        tres = tres_text(cpus, sum(a.mem for a in job.allocations), len(job.allocations), gpus)
         return str(len(job.allocations)), cpus, tres
     n = max(spec.num_nodes, 1)
     cpus = sum(spec.cpus_on_node(i) for i in range(n))
     mem = sum(spec.mem_on_node(i, cfg.def_mem_per_cpu, cfg.def_mem_per_node) for i in range(n))
     nodes = f"{n}-{n}" if n > 1 else str(n)  # Slurm shows min-max once -N asks for several
-    return nodes, cpus, _tres(cpus, mem, n, spec.gpus_needed_per_node() * n)
+    return nodes, cpus, tres_text(cpus, mem, n, spec.gpus_needed_per_node() * n)
 
 
 def _detail_lines(job) -> list[str]:
@@ -128,21 +118,21 @@ def batch_host(job) -> str:
 
 
 def job_record(msg, now: float, cfg, detail: bool = False) -> list[str]:
+    """One job's lines, in Slurm's order: who and what state, when, where, then files."""
     from .. import wire
-    from ..config import collect
     from ..model import JobSpec
-    from ..units import format_limit_hms, format_memory
-    from .jobfields import gres_text as tres_per_node
     spec = wire.from_msg(msg.spec, JobSpec)
-    job, pending = msg, msg.state == "PENDING"
+    return (_job_state_lines(msg, spec, now, detail) + _job_place_lines(msg, spec, cfg, detail)
+            + _job_file_lines(msg, spec))
+
+
+def _job_state_lines(job, spec, now: float, detail: bool) -> list[str]:
+    from ..units import format_limit_hms
     run_t, start_t, end_t = _job_times(job, now)
-    num_nodes, num_cpus, tres = _job_resources(job, spec, cfg)
-    mem_line = (f"MinMemoryNode={format_memory(spec.mem_per_node)}" if spec.mem_per_node else
-                f"MinMemoryCPU={format_memory(spec.mem_per_cpu or cfg.def_mem_per_cpu)}")
-    first_eval = job.start_time or job.submit_time
-    lines = [
+    return [
         f"JobId={job.job_id} JobName={spec.name}",
-        f"UserId={spec.user}({spec.uid}) GroupId={_name_of(spec.gid, True)}({spec.gid}) MCS_label=N/A",
+        f"UserId={spec.user}({spec.uid}) GroupId={_name_of(spec.gid, True)}({spec.gid}) "
+        "MCS_label=N/A",
         f"Priority={0 if job.held else job.priority} Nice={spec.nice} "
         f"Account={spec.account or '(null)'} QOS={spec.qos or 'normal'}",
         f"JobState={job.state} Reason={job.reason or 'None'} Dependency=(null)",
@@ -153,27 +143,48 @@ def job_record(msg, now: float, cfg, detail: bool = False) -> list[str]:
         f"SubmitTime={_ts(job.submit_time)} EligibleTime={_ts(job.eligible_time)}",
         f"AccrueTime={_ts(0 if job.held else job.eligible_time)}",
         f"StartTime={start_t} EndTime={end_t} Deadline=N/A",
-        f"SuspendTime=None SecsPreSuspend=0 LastSchedEval={_ts(first_eval)} Scheduler=Main",
+        # The scheduler keeps no last-evaluation time; the start (or submit) stands in.
+        f"SuspendTime=None SecsPreSuspend=0 LastSchedEval={_ts(job.start_time or job.submit_time)}"
+        " Scheduler=Main",
+    ]
+
+
+def _job_place_lines(job, spec, cfg, detail: bool) -> list[str]:
+    from ..config import collect
+    from ..units import format_memory
+    pending = job.state == "PENDING"
+    num_nodes, num_cpus, tres = _job_resources(job, spec, cfg)
+    mem = (f"MinMemoryNode={format_memory(spec.mem_per_node)}" if spec.mem_per_node else
+           f"MinMemoryCPU={format_memory(spec.mem_per_cpu or cfg.def_mem_per_cpu)}")
+    host = batch_host(job) if not pending else ""
+    return [
+        # The submitter's session id is not recorded: Sid prints 0.
         f"Partition={job.partition} AllocNode:Sid={spec.submit_host or '(null)'}:0",
         f"ReqNodeList={spec.nodelist or '(null)'} ExcNodeList={spec.exclude or '(null)'}",
         f"NodeList={'' if pending else collect([a.node for a in job.allocations])}",
-    ] + ([f"BatchHost={batch_host(job)}"] if batch_host(job) and not pending else []) + [
+    ] + ([f"BatchHost={host}"] if host else []) + [
         f"NumNodes={num_nodes} NumCPUs={num_cpus} NumTasks={max(spec.num_tasks, spec.num_nodes)} "
         f"CPUs/Task={spec.cpus_per_task} ReqB:S:C:T=0:0:*:*",
         f"TRES={tres}",
         f"Socks/Node=* NtasksPerN:B:S:C={spec.ntasks_per_node}:0:*:* CoreSpec=*",
     ] + (_detail_lines(job) if detail and job.allocations else []) + [
-        f"MinCPUsNode={spec.cpus_per_task * max(spec.ntasks_per_node, 1)} {mem_line} MinTmpDiskNode=0",
+        f"MinCPUsNode={spec.cpus_per_task * max(spec.ntasks_per_node, 1)} {mem} MinTmpDiskNode=0",
         f"Features={spec.constraint or '(null)'} DelayBoot=00:00:00",
-        f"OverSubscribe={'NO' if spec.exclusive else 'OK'} Contiguous=0 Licenses=(null) Network=(null)",
-        f"Command={_command(spec)}",
-        f"WorkDir={spec.work_dir}",
-    ] + ([f"Comment={spec.comment} "] if spec.comment else [])
+        f"OverSubscribe={'NO' if spec.exclusive else 'OK'} Contiguous=0 Licenses=(null) "
+        "Network=(null)",
+    ]
+
+
+def _job_file_lines(job, spec) -> list[str]:
+    from .jobfields import gres_text as tres_per_node
+    lines = [f"Command={_command(spec)}", f"WorkDir={spec.work_dir}"]
+    lines += [f"Comment={spec.comment} "] if spec.comment else []
     if spec.batch:
         lines += [f"StdErr={_std_path(job, spec.std_err or spec.std_out)}",
                   f"StdIn={spec.std_in or '/dev/null'}", f"StdOut={_std_path(job, spec.std_out)}"]
     lines.append("Power=")
     per_node = tres_per_node(spec)
+    # The empty last line is Slurm's trailing "   " before the blank line.
     return lines + ([f"TresPerNode={per_node}"] if per_node != "N/A" else []) + [""]
 
 
@@ -200,50 +211,6 @@ def show_job(client, ns, arg: str | None) -> int:
 
 
 # ---- nodes and partitions ---------------------------------------------------------------------
-def node_record(node, now: float, cfg, partitions: list[str]) -> list[str]:
-    c = node.config
-    port = f" Port={c.port}" if c.port and c.port != cfg.slurmd_port else ""
-    version = f" Version={node.agent_version}" if node.agent_version else ""
-    load = f"{node.cpu_load:.2f}" if node.responding else "N/A"
-    free = str(node.free_memory) if node.responding else "N/A"
-    busy = _ts(now) if node.alloc_cpus else "Unknown"  # the controller keeps no last-busy time
-    lines = [f"NodeName={c.name}{_arch(node)} CoresPerSocket={cores_per_socket(c)} ",
-             f"CPUAlloc={node.alloc_cpus} CPUEfctv={c.cpus} CPUTot={c.cpus} CPULoad={load}",
-             f"AvailableFeatures={','.join(c.features) or '(null)'}",
-             f"ActiveFeatures={','.join(c.features) or '(null)'}",
-             f"Gres={gres_text(c)}",
-             f"NodeAddr={c.addr or c.name} NodeHostName={c.name}{port}{version}"]
-    lines += [f"OS={_os_text()} "] if node.responding else []
-    lines += [f"RealMemory={c.real_memory} AllocMem={node.alloc_mem} FreeMem={free} "
-              f"Sockets={c.sockets} Boards=1",
-              f"State={display_state(node)} ThreadsPerCore={c.threads_per_core} TmpDisk=0 "
-              f"Weight={c.weight} Owner=N/A MCS_label=N/A"]
-    lines += [f"Partitions={','.join(partitions)} "] if partitions else []
-    boot = f"BootTime={_ts(node.boot_time)} " if node.boot_time else "BootTime=None "
-    lines += [boot + "SlurmdStartTime=None", f"LastBusyTime={busy}",
-              f"CfgTRES={_tres(c.cpus, c.real_memory, None, gpu_total(c))}",
-              "AllocTRES=" + (_tres(node.alloc_cpus, node.alloc_mem, None, len(node.alloc_gpus),
-                                    billing=False) if node.alloc_cpus else ""),
-              "CapWatts=n/a", "CurrentWatts=0 AveWatts=0",
-              "ExtSensorsJoules=n/s ExtSensorsWatts=0 ExtSensorsTemp=n/s"]
-    if node.reason:
-        # The controller records no reason uid; only an operator (root) may set one.
-        lines.append(f"Reason={node.reason} [root@{_ts(node.reason_time)}]")
-    return lines
-
-
-def _arch(node) -> str:
-    # Agents do not report Arch/OS; a lab's nodes run the build this CLI runs on, so the local
-    # values stand in for a node that answers, and are left out (as Slurm does) for one that
-    # does not.
-    return f" Arch={os.uname().machine}" if node.responding else ""
-
-
-def _os_text() -> str:
-    u = os.uname()
-    return f"{u.sysname} {u.release} {u.version}"
-
-
 def show_node(client, ns, arg: str | None) -> int:
     from ..config import expand
     from ..errors import NotFound
@@ -285,7 +252,7 @@ def partition_record(part, nodes_by_name) -> list[str]:
             "SelectTypeParameters=NONE",
             "JobDefaults=(null)",
             "DefMemPerNode=UNLIMITED MaxMemPerNode=UNLIMITED",
-            f"TRES={_tres(cpus, mem, len(part.nodes), gpus)}"]
+            f"TRES={tres_text(cpus, mem, len(part.nodes), gpus)}"]
 
 
 def show_partition(client, ns, arg: str | None) -> int:
@@ -340,18 +307,18 @@ def _natural(name: str):
 def update(client, args: list[str]) -> int:
     from ..config import expand
     from ..errors import SlurmError
-    opts = {}
+    opts, given = {}, {}
     for arg in args:
         key, sep, value = arg.partition("=")
         if not sep:
             fail(PROG, f"Invalid input: {arg}\nRequest aborted")
-        opts[key.lower()] = value
+        opts[key.lower()], given[key.lower()] = value, arg
     if "nodename" not in opts:
         fail(PROG, "only node updates are supported: scontrol update NodeName=... State=...")
     state = opts.get("state", "").upper()
     unknown = set(opts) - {"nodename", "state", "reason"}
     if unknown or state not in NODE_STATES:
-        bad = sorted(unknown)[0] if unknown else f"state={opts.get('state', '')}"
+        bad = given[sorted(unknown)[0]] if unknown else given.get("state", "State=")
         fail(PROG, f"Invalid input: {bad}\nRequest aborted\n"
                    f"Valid states are: {' '.join(NODE_STATES)}")
     reason = opts.get("reason", "")
@@ -402,11 +369,12 @@ SHOW = {"job": show_job, "jobs": show_job, "node": show_node, "nodes": show_node
         "partition": show_partition, "partitions": show_partition}
 
 
-def show(client, ns, args: list[str]) -> int:
+def show(make_client, ns, args: list[str]) -> int:
+    """show ENTITY [NAME]; hostlist work needs no controller, so the client is made late."""
     if not args:
         fail(PROG, "too few arguments for keyword:show")
     entity, arg = args[0].lower(), (args[1] if len(args) > 1 else None)
-    if entity in ("hostnames",):
+    if entity == "hostnames":
         return show_hostnames(arg)
     if entity in ("hostlist", "hostlistsorted"):
         return show_hostlist(arg, entity == "hostlistsorted")
@@ -414,14 +382,13 @@ def show(client, ns, args: list[str]) -> int:
     if fn is None:
         sys.stderr.write(f"invalid entity:{args[0]} for keyword:show\n")
         return 1
-    return fn(client(), ns, arg)
+    return fn(make_client(), ns, arg)
 
 
 def main_args(argv: list[str]) -> int:
     p = SlurmArgParser(prog=PROG, allow_abbrev=False)
     p.add_argument("-o", "--oneliner", action="store_true")
     p.add_argument("-d", "--details", action="store_true")
-    p.add_argument("-Q", "--quiet", action="store_true")
     p.add_argument("command", nargs="?")
     p.add_argument("args", nargs="*")
     ns = p.parse_intermixed_args(argv)

@@ -36,6 +36,8 @@ def build_parser() -> SlurmArgParser:
     # -h means --noheader, as in Slurm, so argparse's own -h is off.
     p = SlurmArgParser(prog=PROG, allow_abbrev=False, add_help=False)
     a = p.add_argument
+    # -a (hidden partitions) and -e (exact grouping) change nothing here: no partition is
+    # hidden, and rows already group only identical nodes. They are accepted for scripts.
     a("-a", "--all", action="store_true")
     a("-d", "--dead", action="store_true")
     a("-e", "--exact", action="store_true")
@@ -208,7 +210,7 @@ def report(ns, form: str, client) -> list[str]:
     cluster = client.cfg.cluster_name
     tokens = fmt.parse(size_widths(form, rows, cluster))
     out = []
-    if ns.long and not ns.noheader:
+    if (ns.long or ns.iterate or ns.verbose) and not ns.noheader:  # as Slurm's print_date()
         out.append(time.strftime("%a %b %d %H:%M:%S %Y"))
     if not ns.noheader:
         out.append(fmt.render(tokens, nf.HEADERS))

@@ -7,7 +7,7 @@ import time
 
 from . import fmt
 from .common import SlurmArgParser, fail, run, split_list
-from .jobfields import COMPACT, HEADERS, job_field
+from .jobfields import COMPACT, FIELDS, HEADERS, _blank
 
 PROG = "squeue"
 DEFAULT_FORMAT = "%.18i %.9P %.8j %.8u %.2t %.10M %.6D %R"
@@ -80,8 +80,8 @@ def main_args(argv: list[str]) -> int:
         out.append(time.strftime("%a %b %d %H:%M:%S %Y", time.localtime(now)))
     if not ns.noheader:
         out.append(fmt.render(tokens, HEADERS))
-    for job in jobs:
-        out.append(fmt.render_row(tokens, lambda letter, j=job: job_field(j, letter, now)))
+    row = fmt.compile_row(tokens, FIELDS, _blank)
+    out += [row(job, now) for job in jobs]
     sys.stdout.write("\n".join(out) + ("\n" if out else ""))
     return 0
 

@@ -53,8 +53,13 @@ class Dispatcher:
 
     def _launch(self, launch: Launch) -> None:
         req = agent_pb2.LaunchJobsRequest(instance=self.s.instance, node_addrs=self._node_addrs(launch))
+        scripts = self.s.store.load_scripts([j.job_id for j in launch.jobs])
         for job in launch.jobs:
-            wire.fill_msg(req.jobs.add(), job)
+            msg = req.jobs.add()
+            wire.fill_msg(msg, job)
+            script, env = scripts.get(job.job_id, ("", {}))
+            msg.spec.script = script
+            msg.spec.environment.update(env)
         try:
             self._stub(launch.node).LaunchJobs(req, timeout=LAUNCH_TIMEOUT)
         except grpc.RpcError as e:

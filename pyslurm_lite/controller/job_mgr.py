@@ -51,6 +51,18 @@ class Effects:
 
 
 @dataclass
+class Ending:
+    """An agent's report that a job's batch script ended (or could not be launched)."""
+
+    job_id: int
+    restart_count: int
+    exit_code: int = 0
+    exit_signal: int = 0
+    oom: bool = False
+    message: str = ""  # set when the launch itself failed
+
+
+@dataclass
 class Caller:
     uid: int
     user: str = ""
@@ -106,7 +118,9 @@ class JobManager:
                   partition=part.name, reason=Reason.HELD_USER if spec.hold else Reason.NONE)
         # Durable before anyone can see it: the scheduler only finds it after the commit, and
         # the id is handed out only then. Outside the state lock, so commits can be grouped.
-        self.s.store.insert_jobs([job])
+        script, env = spec.script, spec.environment
+        spec.script, spec.environment = "", {}  # kept in the database until launch
+        self.s.store.insert_jobs([job], [(script, env)])
         with self.s.lock:
             self.s.jobs[job_id] = job
             self.s.touch(job)
@@ -279,28 +293,33 @@ class JobManager:
         return MASTER_PORT_BASE
 
     # ---- reports from agents ------------------------------------------------------------------
-    def job_ended(self, job_id: int, restart_count: int, exit_code: int, exit_signal: int,
-                  oom: bool, message: str = "") -> None:
-        """Apply an agent's report that a job's batch script is gone. Idempotent."""
+    def jobs_ended(self, endings: list["Ending"]) -> None:
+        """Apply agents' reports that jobs' batch scripts are gone, in one transaction.
+        Idempotent: a repeated report changes nothing."""
         with self.s.lock:
-            job = self.s.jobs.get(job_id)
-            if job is None or job.restart_count != restart_count and job.job_id not in self.s.completing:
-                return
-            if job.state == JobState.RUNNING and job.restart_count == restart_count:
-                job.exit_code, job.exit_signal = exit_code, exit_signal
-                job.end_time = self.s.clock()
-                job.state, job.reason = _final_state(exit_code, exit_signal, oom, message)
-                self.s.release_allocations(job)
-            elif job.job_id in self.s.completing:
-                if job.state.is_final and not job.exit_signal and not job.exit_code:
-                    job.exit_code, job.exit_signal = exit_code, exit_signal
-                self.s.release_allocations(job)
-                if job.state == JobState.PENDING:  # requeued: its old allocation is now free
-                    job.allocations = []
-            else:
-                return
-            self.s.save([job])
-        self.s.changed.set()
+            changed = [job for e in endings if (job := self._apply_ending(e)) is not None]
+            self.s.save(changed)
+        if changed:
+            self.s.changed.set()
+
+    def _apply_ending(self, e: "Ending") -> Job | None:
+        job = self.s.jobs.get(e.job_id)
+        if job is None:
+            return None
+        if job.state == JobState.RUNNING and job.restart_count == e.restart_count:
+            job.exit_code, job.exit_signal = e.exit_code, e.exit_signal
+            job.end_time = self.s.clock()
+            job.state, job.reason = _final_state(e.exit_code, e.exit_signal, e.oom, e.message)
+            self.s.release_allocations(job)
+            return job
+        if job.job_id in self.s.completing:
+            if job.state.is_final and not job.exit_signal and not job.exit_code:
+                job.exit_code, job.exit_signal = e.exit_code, e.exit_signal
+            self.s.release_allocations(job)
+            if job.state == JobState.PENDING:  # requeued: its old allocation is now free
+                job.allocations = []
+            return job
+        return None
 
     def time_limits(self, now: float) -> Effects:
         """End RUNNING jobs past their time limit with TIMEOUT (SIGTERM, SIGKILL after KillWait)."""

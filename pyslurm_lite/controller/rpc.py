@@ -12,7 +12,7 @@ from .._proto import controller_pb2 as pb, controller_pb2_grpc, types_pb2
 from ..model import GpuDevice, JobSpec
 from ..rpcutil import caller_of, rpc_method
 from .dispatch import Dispatcher
-from .job_mgr import Caller, JobFilter, JobManager
+from .job_mgr import Caller, Ending, JobFilter, JobManager
 from .node_mgr import NodeManager
 from .state import ClusterState
 
@@ -106,8 +106,7 @@ class ControllerServicer(controller_pb2_grpc.ControllerServicer):
 
     @rpc_method
     def RegisterNode(self, request, context):
-        for ev in request.events:
-            self._event(ev)
+        self.jobs.jobs_ended(_endings(request.events))
         kill = self.nodes.register(
             request.node, request.cpus, request.memory,
             [wire.from_msg(g, GpuDevice) for g in request.gpus],
@@ -126,11 +125,11 @@ class ControllerServicer(controller_pb2_grpc.ControllerServicer):
     def ReportJobEvents(self, request, context):
         if request.instance != self.s.instance:
             return pb.ReportJobEventsReply(reregister=True)
-        for ev in request.events:
-            self._event(ev)
+        self.jobs.jobs_ended(_endings(request.events))
         return pb.ReportJobEventsReply(reregister=False)
 
-    def _event(self, ev) -> None:
-        if ev.kind in ("ended", "launch_failed"):
-            self.jobs.job_ended(ev.job_id, ev.restart_count, ev.exit_code, ev.exit_signal, ev.oom,
-                                ev.message if ev.kind == "launch_failed" else "")
+
+def _endings(events) -> list[Ending]:
+    return [Ending(e.job_id, e.restart_count, e.exit_code, e.exit_signal, e.oom,
+                   e.message if e.kind == "launch_failed" else "")
+            for e in events if e.kind in ("ended", "launch_failed")]

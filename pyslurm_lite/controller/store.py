@@ -21,7 +21,7 @@ from .._proto import types_pb2
 from ..errors import ConfigError
 from ..model import Job
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 1  # bump with a migration when a table changes
 
 metadata = sa.MetaData()
 
@@ -46,6 +46,16 @@ jobs_table = sa.Table(
     # the restart scan loads unfinished jobs; accounting filters by state and time
     sa.Index("ix_jobs_state_for_restart_scan", "state"),
     sa.Index("ix_jobs_user_for_sacct", "user_name", "submit_time"),
+)
+
+# What only the launch needs, kept out of the jobs' blobs so thousands of pending jobs cost
+# little memory and squeue moves little data.
+scripts_table = sa.Table(
+    "job_scripts", metadata,
+    sa.Column("job_id", sa.BigInteger, sa.ForeignKey("jobs.job_id"), primary_key=True,
+              autoincrement=False),
+    sa.Column("script", sa.Text, nullable=False),
+    sa.Column("environment", sa.LargeBinary, nullable=False),
 )
 
 nodes_table = sa.Table(
@@ -112,14 +122,25 @@ class Store:
             "data": wire.to_msg(job, types_pb2.Job).SerializeToString(),
         }
 
-    def insert_jobs(self, jobs: list[Job]) -> None:
-        """Commit new jobs; returns only once they are durable. Concurrent callers share one
-        transaction (group commit), which is what makes thousands of submissions a second."""
-        self._group.commit([self._row(j) for j in jobs])
+    def insert_jobs(self, jobs: list[Job], scripts: list[tuple[str, dict]]) -> None:
+        """Commit new jobs with their (script, environment); returns once they are durable.
+        Concurrent callers share one transaction (group commit): that is what makes thousands
+        of submissions a second possible."""
+        rows = [(self._row(j), {"job_id": j.job_id, "script": script,
+                                "environment": _encode_env(env)})
+                for j, (script, env) in zip(jobs, scripts)]
+        self._group.commit(rows)
 
-    def _insert_rows(self, rows: list[dict]) -> None:
+    def _insert_rows(self, rows: list[tuple[dict, dict]]) -> None:
         with self._lock, self.engine.begin() as conn:
-            conn.execute(jobs_table.insert(), rows)
+            conn.execute(jobs_table.insert(), [r[0] for r in rows])
+            conn.execute(scripts_table.insert(), [r[1] for r in rows])
+
+    def load_scripts(self, job_ids: list[int]) -> dict[int, tuple[str, dict]]:
+        """job id -> (script, environment), for launching."""
+        query = sa.select(scripts_table).where(scripts_table.c.job_id.in_(job_ids))
+        with self.engine.connect() as conn:
+            return {r.job_id: (r.script, _decode_env(r.environment)) for r in conn.execute(query)}
 
     def save_jobs(self, jobs: list[Job]) -> None:
         """Commit the current form of existing jobs in one transaction."""
@@ -202,6 +223,16 @@ class GroupCommit:
                 t[1], t[2] = error, True
             self._busy = False
             self._cv.notify_all()
+
+
+def _encode_env(env: dict[str, str]) -> bytes:
+    return types_pb2.JobSpec(environment=env).SerializeToString()
+
+
+def _decode_env(blob: bytes) -> dict[str, str]:
+    msg = types_pb2.JobSpec()
+    msg.ParseFromString(blob)
+    return dict(msg.environment)
 
 
 def decode_job(blob: bytes) -> Job:
