@@ -42,6 +42,7 @@ class Config:
     slurmd_port: int = 6818
     state_save_location: str = "/var/spool/pyslurm-lite"
     database_url: str = ""
+    auth_key_file: str = ""
     slurmd_spool_dir: str = ""
     def_mem_per_cpu: int = 0
     def_mem_per_node: int = 0
@@ -67,6 +68,10 @@ class Config:
     @property
     def db_url(self) -> str:
         return self.database_url or f"sqlite:///{os.path.join(self.state_save_location, 'state.db')}"
+
+    @property
+    def key_path(self) -> str:
+        return self.auth_key_file or os.path.join(self.state_save_location, "auth.key")
 
     def default_partition(self) -> Partition | None:
         for p in self.partitions.values():
@@ -178,6 +183,7 @@ _SIMPLE_KEYS = {
     "slurmdport": ("slurmd_port", int),
     "statesavelocation": ("state_save_location", str),
     "databaseurl": ("database_url", str),
+    "authkeyfile": ("auth_key_file", str),
     "slurmdspooldir": ("slurmd_spool_dir", str),
     "defmempercpu": ("def_mem_per_cpu", int),
     "defmempernode": ("def_mem_per_node", int),

@@ -1,18 +1,26 @@
 """gRPC plumbing shared by every daemon and client: channels, the identity of a caller, and the
 one place where domain errors become status codes (and back).
 
-Authentication lives here: `identity_metadata()` is what a client attaches to every call and
-`caller_of(context)` is the single point where a server reads who is calling. Today the identity
-is the caller's uid as the client states it; controller-signed credentials replace this function
-pair without touching the servicers.
+Authentication lives here, in one place:
+  - daemons (controller <-> agents) prove themselves with a token made from the cluster key
+    (auth.key, root-only, like munge.key); `AuthInterceptor` refuses daemon-only methods without
+    a valid one, before any servicer runs;
+  - users: `identity_metadata()` is what a client attaches to every call and `caller_of(context)`
+    is the single point where a server reads who is calling. Today that identity is the uid the
+    client states; a credential signed by a local helper replaces this pair without touching the
+    servicers.
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
+import hmac
 import logging
 import os
 import pwd
+import secrets
+import time
 
 import grpc
 
@@ -22,6 +30,8 @@ log = logging.getLogger("pyslurm_lite.rpc")
 
 UID_KEY = "x-pyslurm-uid"
 USER_KEY = "x-pyslurm-user"
+AUTH_KEY = "x-pyslurm-auth"
+TOKEN_LIFETIME = 300  # seconds a daemon token is accepted (clocks of a cluster agree this well)
 
 _CODE_OF_KIND = {
     "invalid": grpc.StatusCode.INVALID_ARGUMENT,
@@ -92,3 +102,63 @@ def raise_domain(e: grpc.RpcError, unreachable_msg: str = "Unable to contact slu
         raise errors.ControllerUnreachable(unreachable_msg) from None
     cls = _ERROR_OF_CODE.get(code, errors.SlurmError)
     raise cls(e.details() if hasattr(e, "details") else str(e)) from None
+
+
+# ---- daemon authentication ------------------------------------------------------------------
+def load_or_create_key(path: str) -> bytes:
+    """The cluster key at path, created (0600) if absent. Creation is atomic, so a controller
+    and agents starting together agree on one key."""
+    try:
+        with open(path, "rb") as f:
+            return f.read().strip()
+    except FileNotFoundError:
+        pass
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    tmp = f"{path}.{os.getpid()}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "wb") as f:
+        f.write(secrets.token_hex(32).encode())
+    try:
+        os.link(tmp, path)  # fails if another process won the race; then theirs is the key
+    except FileExistsError:
+        pass
+    finally:
+        os.unlink(tmp)
+    with open(path, "rb") as f:
+        return f.read().strip()
+
+
+def _sign(key: bytes, stamp: str) -> str:
+    return hmac.new(key, stamp.encode(), hashlib.sha256).hexdigest()
+
+
+def daemon_metadata(key: bytes) -> tuple:
+    stamp = str(int(time.time()))
+    return identity_metadata() + ((AUTH_KEY, f"{stamp}.{_sign(key, stamp)}"),)
+
+
+def token_valid(key: bytes, token: str, now: float | None = None) -> bool:
+    stamp, _, mac = token.partition(".")
+    if not stamp.isdigit() or abs((now or time.time()) - int(stamp)) > TOKEN_LIFETIME:
+        return False
+    return hmac.compare_digest(mac, _sign(key, stamp))
+
+
+class AuthInterceptor(grpc.ServerInterceptor):
+    """Refuses calls to daemon-only methods that carry no valid cluster-key token."""
+
+    def __init__(self, key: bytes, daemon_only: set[str]):
+        self.key, self.daemon_only = key, daemon_only
+
+        def deny(request, context):
+            context.abort(grpc.StatusCode.UNAUTHENTICATED, "authentication failed: bad or missing cluster key token")
+
+        self._deny = grpc.unary_unary_rpc_method_handler(deny)
+
+    def intercept_service(self, continuation, details):
+        if details.method.rsplit("/", 1)[-1] in self.daemon_only:
+            token = dict(details.invocation_metadata or ()).get(AUTH_KEY, "")
+            if not token_valid(self.key, token):
+                log.warning("refused %s: bad or missing cluster key token", details.method)
+                return self._deny
+        return continuation(details)

@@ -26,13 +26,15 @@ import psutil  # noqa: E402
 
 from .. import __version__, config as config_mod, wire
 from .._proto import agent_pb2_grpc, controller_pb2 as cpb, controller_pb2_grpc, types_pb2
-from ..rpcutil import CHANNEL_OPTIONS, client_channel, identity_metadata
+from ..rpcutil import (CHANNEL_OPTIONS, AuthInterceptor, client_channel, daemon_metadata,
+                       load_or_create_key)
 from .gpu import discover
 from .rpc import AgentServicer
 from .stepmgr import StepManager
 
 log = logging.getLogger("pyslurm_lite.agent")
 
+CONTROLLER_METHODS = {"LaunchJobs", "SignalJobs"}  # only the controller may call these
 RETRY_DELAY = 0.5  # seconds between attempts to reach an absent controller
 RPC_TIMEOUT = 10.0
 
@@ -50,7 +52,7 @@ class Agent:
         self.instance = ""
         self.stop = threading.Event()
         self.stub = controller_pb2_grpc.ControllerStub(client_channel(cfg.controller_target))
-        self.md = identity_metadata()
+        self.key = load_or_create_key(cfg.key_path)
         self.boot_time = psutil.boot_time()
 
     # ---- the link -----------------------------------------------------------------------------
@@ -77,7 +79,7 @@ class Agent:
             gpus=[wire.to_msg(g, types_pb2.GpuDevice) for g in self.gpus],
             running=running, events=self._event_msgs(), boot_time=self.boot_time,
             version=__version__)
-        reply = self.stub.RegisterNode(req, timeout=RPC_TIMEOUT, metadata=self.md)
+        reply = self.stub.RegisterNode(req, timeout=RPC_TIMEOUT, metadata=daemon_metadata(self.key))
         self.pending.clear()
         self.instance = reply.instance
         if reply.kill_job_ids:
@@ -89,7 +91,7 @@ class Agent:
         if not self.pending:
             return
         req = cpb.ReportJobEventsRequest(node=self.node, instance=self.instance, events=self._event_msgs())
-        reply = self.stub.ReportJobEvents(req, timeout=RPC_TIMEOUT, metadata=self.md)
+        reply = self.stub.ReportJobEvents(req, timeout=RPC_TIMEOUT, metadata=daemon_metadata(self.key))
         if reply.reregister:
             self.instance = ""
         else:
@@ -105,7 +107,7 @@ class Agent:
             node=self.node, instance=self.instance, running=running,
             free_memory=psutil.virtual_memory().available // (1024 * 1024),
             cpu_load=os.getloadavg()[0])
-        if self.stub.NodeHeartbeat(req, timeout=RPC_TIMEOUT, metadata=self.md).reregister:
+        if self.stub.NodeHeartbeat(req, timeout=RPC_TIMEOUT, metadata=daemon_metadata(self.key)).reregister:
             self.instance = ""
 
     def link_loop(self) -> None:
@@ -131,7 +133,8 @@ class Agent:
 
     # ---- process ------------------------------------------------------------------------------
     def start(self) -> int:
-        self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=8), options=CHANNEL_OPTIONS)
+        self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=8), options=CHANNEL_OPTIONS,
+                                  interceptors=[AuthInterceptor(self.key, CONTROLLER_METHODS)])
         agent_pb2_grpc.add_AgentServicer_to_server(AgentServicer(self.node, self.steps), self.server)
         node_cfg = self.cfg.nodes[self.node]
         port = node_cfg.port or self.cfg.slurmd_port

@@ -62,6 +62,18 @@ def output_paths(job: Job, node: str) -> tuple[str, str]:
     return os.path.join(base, out), os.path.join(base, err)
 
 
+def _traversable(path: str) -> bool:
+    """Can any user reach path (every parent directory searchable by others)?"""
+    path = os.path.abspath(path)
+    while True:
+        if not os.stat(path).st_mode & 0o001:
+            return False
+        parent = os.path.dirname(path)
+        if parent == path:
+            return True
+        path = parent
+
+
 @dataclass
 class Running:
     job: Job
@@ -82,6 +94,9 @@ class StepManager:
         self._wake_r, self._wake_w = os.pipe()
         self._sel.register(self._wake_r, selectors.EVENT_READ, None)
         os.makedirs(spool, mode=0o755, exist_ok=True)
+        if not _traversable(spool):
+            log.warning("%s is not reachable by other users (a parent lacks o+x): jobs of users "
+                        "other than %s will fail to start", spool, os.getuid())
         threading.Thread(target=self._reap_loop, daemon=True, name="reaper").start()
 
     # ---- launch -------------------------------------------------------------------------------

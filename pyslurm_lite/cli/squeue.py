@@ -69,9 +69,14 @@ def main_args(argv: list[str]) -> int:
         import pwd, os
         users.append(pwd.getpwuid(os.getuid()).pw_name)
     from ..client import Client
-    jobs, now = Client().jobs(job_ids=ids, states=states, users=users,
-                              partitions=split_list(ns.partition), names=split_list(ns.name),
-                              nodes=split_list(ns.nodelist))
+    from ..errors import NotFound
+    try:
+        jobs, now = Client().jobs(job_ids=ids, states=states, users=users,
+                                  partitions=split_list(ns.partition), names=split_list(ns.name),
+                                  nodes=split_list(ns.nodelist))
+    except NotFound as e:
+        sys.stderr.write(f"slurm_load_jobs error: {e.message}\n")  # Slurm's words, no prefix
+        return 1
     jobs.sort(key=lambda j: (STATE_ORDER.get(j.state, 4), -(0 if j.held else j.priority), j.job_id))
     form = ns.format or (LONG_FORMAT if ns.long else DEFAULT_FORMAT)
     tokens = fmt.parse(form)

@@ -20,7 +20,7 @@ import grpc
 
 from .. import config as config_mod
 from .._proto import controller_pb2_grpc
-from ..rpcutil import CHANNEL_OPTIONS
+from ..rpcutil import CHANNEL_OPTIONS, AuthInterceptor, load_or_create_key
 from ..sched import schedule
 from .dispatch import Dispatcher
 from .job_mgr import JobManager
@@ -31,6 +31,7 @@ from .store import Store
 
 log = logging.getLogger("pyslurm_lite.controller")
 
+AGENT_METHODS = {"RegisterNode", "NodeHeartbeat", "ReportJobEvents"}  # need the cluster key
 SCHED_PERIOD = 1.0  # seconds between unprompted scheduling passes (begin times, reasons)
 MIN_SCHED_INTERVAL = 0.002  # seconds between passes at least
 MONITOR_PERIOD = 1.0  # seconds between time-limit / silent-node checks
@@ -83,7 +84,10 @@ class Controller:
 
     def start(self, bind: str | None = None) -> int:
         self.state.recover()
-        self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=16), options=CHANNEL_OPTIONS)
+        key = load_or_create_key(self.cfg.key_path)
+        self.dispatch.key = key
+        self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=16), options=CHANNEL_OPTIONS,
+                                  interceptors=[AuthInterceptor(key, AGENT_METHODS)])
         controller_pb2_grpc.add_ControllerServicer_to_server(
             ControllerServicer(self.state, self.jobs, self.nodes, self.dispatch), self.server)
         port = self.server.add_insecure_port(bind or f"0.0.0.0:{self.cfg.controller_port}")

@@ -15,7 +15,7 @@ import grpc
 
 from .. import wire
 from .._proto import agent_pb2, agent_pb2_grpc, types_pb2
-from ..rpcutil import client_channel
+from ..rpcutil import client_channel, daemon_metadata
 from .job_mgr import Effects, Launch, Signal
 from .state import ClusterState
 
@@ -30,6 +30,7 @@ class Dispatcher:
         self._stubs: dict[str, agent_pb2_grpc.AgentStub] = {}
         self._lock = threading.Lock()
         self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="dispatch")
+        self.key = b""  # the cluster key, set when the controller starts
 
     def _stub(self, node: str) -> agent_pb2_grpc.AgentStub:
         with self._lock:
@@ -61,7 +62,7 @@ class Dispatcher:
             msg.spec.script = script
             msg.spec.environment.update(env)
         try:
-            self._stub(launch.node).LaunchJobs(req, timeout=LAUNCH_TIMEOUT)
+            self._stub(launch.node).LaunchJobs(req, timeout=LAUNCH_TIMEOUT, metadata=daemon_metadata(self.key))
         except grpc.RpcError as e:
             log.warning("launch of %s on %s failed: %s", [j.job_id for j in launch.jobs],
                         launch.node, e.code())
@@ -71,7 +72,7 @@ class Dispatcher:
                                           batch_only=sig.batch_only, terminate=sig.terminate,
                                           reason=sig.reason)
         try:
-            self._stub(sig.node).SignalJobs(req, timeout=10.0)
+            self._stub(sig.node).SignalJobs(req, timeout=10.0, metadata=daemon_metadata(self.key))
         except grpc.RpcError as e:
             log.warning("signal %s to %s on %s failed: %s", sig.signal, sig.job_ids, sig.node, e.code())
 

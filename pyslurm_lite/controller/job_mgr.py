@@ -140,7 +140,7 @@ class JobManager:
 
     def _own(self, job: Job, caller: Caller) -> None:
         if not caller.is_operator and job.spec.uid != caller.uid:
-            raise PermissionDenied(f"Kill job error on job id {job.job_id}: Access/permission denied")
+            raise PermissionDenied("Access/permission denied")
 
     # ---- cancel and signal --------------------------------------------------------------------
     def cancel(self, flt: JobFilter, caller: Caller, signo: int = 0, batch_only: bool = False
@@ -241,7 +241,8 @@ class JobManager:
         job.state, job.reason = JobState.PENDING, Reason.BEGIN_TIME if not hold else Reason.HELD_USER
         job.restart_count += 1
         job.held = hold
-        job.end_time = 0.0
+        job.start_time = job.end_time = 0.0
+        job.batch_host = ""
         job.eligible_time = self.s.clock()
         if job.job_id not in self.s.completing:
             self.s.release_allocations(job)
@@ -277,6 +278,7 @@ class JobManager:
 
     def _start(self, job: Job, allocations: list[NodeAllocation], now: float) -> None:
         job.allocations = allocations
+        job.batch_host = allocations[0].node
         job.state, job.reason = JobState.RUNNING, Reason.NONE
         job.start_time, job.end_time = now, 0.0
         job.master_port = self._free_master_port(job)

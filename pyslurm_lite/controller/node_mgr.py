@@ -142,7 +142,19 @@ class NodeManager:
             self.s.changed.set()
         return effects
 
-    def update(self, names: list[str], state: str, reason: str) -> None:
+    def _fail_jobs_on(self, name: str) -> list[Signal]:
+        """A node going DOWN takes its jobs with it: requeued when allowed, else NODE_FAIL; their
+        processes on this and other nodes are killed."""
+        signals, changed = [], []
+        for job in list(self.s.jobs.values()):
+            if name in job.node_names and job.state == JobState.RUNNING:
+                signals += [Signal(name, [job.job_id], 9, True, False, "node_fail")]
+                signals += self._node_failed_job(job)
+                changed.append(job)
+        self.s.save(changed)
+        return signals
+
+    def update(self, names: list[str], state: str, reason: str) -> Effects:
         """scontrol update NodeName=... State=DRAIN|RESUME|DOWN|UNDRAIN Reason=..."""
         state = state.upper()
         if state not in ("DRAIN", "RESUME", "DOWN", "UNDRAIN", "IDLE"):
@@ -150,6 +162,7 @@ class NodeManager:
         if state in ("DRAIN", "DOWN") and not reason:
             raise InvalidRequest("You must specify a reason when DOWNING or DRAINING a node. Request denied")
         now = self.s.clock()
+        effects = Effects()
         with self.s.lock:
             nodes = [self._node(n) for n in names]
             for node in nodes:
@@ -157,6 +170,7 @@ class NodeManager:
                     node.drain, node.reason, node.reason_time = True, reason, now
                 elif state == "DOWN":
                     node.state, node.reason, node.reason_time = NodeState.DOWN, reason, now
+                    effects.signals += self._fail_jobs_on(node.name)
                 else:
                     node.drain, node.reason = False, ""
                     if node.state == NodeState.DOWN:
@@ -165,3 +179,4 @@ class NodeManager:
                 self.s.store.save_node(node.name, node.drain, node.state == NodeState.DOWN,
                                        node.reason, node.reason_time)
         self.s.changed.set()
+        return effects

@@ -96,7 +96,7 @@ class ControllerServicer(controller_pb2_grpc.ControllerServicer):
         if not _caller(context).is_operator:
             from ..errors import PermissionDenied
             raise PermissionDenied("Access/permission denied")
-        self.nodes.update(list(request.names), request.state, request.reason)
+        self.dispatch.send(self.nodes.update(list(request.names), request.state, request.reason))
         return pb.UpdateNodesReply()
 
     @rpc_method

@@ -84,7 +84,12 @@ class Store:
 
     def __init__(self, url: str):
         if url.startswith("sqlite:///"):
-            os.makedirs(os.path.dirname(os.path.abspath(url[len("sqlite:///"):])), exist_ok=True)
+            path = os.path.abspath(url[len("sqlite:///"):])
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            # Job scripts and environments are private: the file (and the -wal/-shm files SQLite
+            # creates with the same mode) is readable by the controller's user alone.
+            os.close(os.open(path, os.O_CREAT | os.O_RDWR, 0o600))
+            os.chmod(path, 0o600)
         self.engine = sa.create_engine(url, future=True)
         if self.engine.dialect.name == "sqlite":
             sa.event.listen(self.engine, "connect", _sqlite_pragmas)
