@@ -52,8 +52,8 @@ class Config:
     job_requeue: bool = True
     return_to_service: int = 1
     first_job_id: int = 1
-    task_plugin: str = "task/none"
-    proctrack_type: str = "proctrack/pgid"
+    task_plugin: str = "task/cgroup"
+    proctrack_type: str = "proctrack/auto"  # cgroup when the host has a usable hierarchy
     gres_types: list[str] = field(default_factory=list)
     nodes: dict[str, NodeConfig] = field(default_factory=dict)
     partitions: dict[str, Partition] = field(default_factory=dict)
@@ -294,7 +294,17 @@ def _partition_line(cfg: Config, pairs, where: str) -> None:
     cfg.partitions[name] = part
 
 
+PLUGIN_CHOICES = {
+    "task_plugin": ("TaskPlugin", ("task/cgroup", "task/affinity", "task/none")),
+    "proctrack_type": ("ProctrackType", ("proctrack/auto", "proctrack/cgroup", "proctrack/pgid")),
+}
+
+
 def _validate(cfg: Config) -> None:
+    for attr, (key, valid) in PLUGIN_CHOICES.items():
+        for value in getattr(cfg, attr).split(","):
+            if value not in valid:
+                raise ConfigError(f"{cfg.path}: unknown {key}={value}; valid: {', '.join(valid)}")
     for part in cfg.partitions.values():
         unknown = [n for n in part.nodes if n not in cfg.nodes]
         if unknown:

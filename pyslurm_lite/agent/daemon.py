@@ -28,6 +28,7 @@ from .. import __version__, config as config_mod, wire
 from .._proto import agent_pb2_grpc, controller_pb2 as cpb, controller_pb2_grpc, types_pb2
 from ..rpcutil import (CHANNEL_OPTIONS, AuthInterceptor, client_channel, daemon_metadata,
                        load_or_create_key)
+from .cgroup import make_tracker
 from .gpu import discover
 from .rpc import AgentServicer
 from .stepmgr import StepManager
@@ -47,8 +48,9 @@ class Agent:
         self.spool = spool or cfg.slurmd_spool_dir or os.path.join(cfg.state_save_location, f"agent-{node}")
         self.events: queue.Queue = queue.Queue()
         self.pending: list[dict] = []  # endings taken from the queue but not yet acknowledged
-        self.steps = StepManager(cfg, node, self.spool, self.events.put)
         self.gpus = discover(cfg, node)
+        self.tracker = make_tracker(cfg.proctrack_type, node)
+        self.steps = StepManager(cfg, node, self.spool, self.events.put, self.gpus, self.tracker)
         self.instance = ""
         self.stop = threading.Event()
         self.stub = controller_pb2_grpc.ControllerStub(client_channel(cfg.controller_target))
@@ -143,8 +145,12 @@ class Agent:
             raise OSError(f"cannot listen on {node_cfg.addr}:{port}")
         self.server.start()
         threading.Thread(target=self.link_loop, daemon=True, name="link").start()
-        log.info("agent %s listening on %s:%s, %d GPU(s)%s", self.node, node_cfg.addr, bound,
-                 len(self.gpus), " (simulated)" if self.gpus and self.gpus[0].simulated else "")
+        log.info("agent %s listening on %s:%s, %d GPU(s)%s, process tracking: %s", self.node,
+                 node_cfg.addr, bound, len(self.gpus),
+                 " (simulated)" if self.gpus and self.gpus[0].simulated else "", self.tracker.name)
+        if self.tracker.name == "proctrack/pgid":
+            log.warning("no cgroups (not root, or no usable hierarchy): jobs are tracked by process "
+                        "group, so a process that calls setsid escapes, and --mem is not enforced")
         return bound
 
     def shutdown(self) -> None:

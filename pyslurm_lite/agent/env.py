@@ -83,14 +83,18 @@ def batch_environment(job: Job, cfg: Config, node: str, node_addrs: dict[str, st
     return env
 
 
-def gpu_environment(gpus: list[int]) -> dict[str, str]:
+def gpu_environment(gpus: list[int], fenced: bool = False) -> dict[str, str]:
+    """GPU variables. SLURM_JOB_GPUS names the node's GPU indices; CUDA_VISIBLE_DEVICES counts
+    from 0 when the devices cgroup hides the others (the job then sees only its own, in order),
+    as Slurm does with ConstrainDevices, and names the indices otherwise."""
     if not gpus:
         return {}
     ids = ",".join(str(g) for g in gpus)
-    return {"CUDA_VISIBLE_DEVICES": ids, "GPU_DEVICE_ORDINAL": ids, "SLURM_JOB_GPUS": ids,
+    visible = ",".join(str(i) for i in range(len(gpus))) if fenced else ids
+    return {"CUDA_VISIBLE_DEVICES": visible, "GPU_DEVICE_ORDINAL": visible, "SLURM_JOB_GPUS": ids,
             "SLURM_STEP_GPUS": ids, "SLURM_GPUS_ON_NODE": str(len(gpus)),
-            "CUDA_DEVICE_ORDER": "PCI_BUS_ID", "ROCR_VISIBLE_DEVICES": ids,
-            "ZE_AFFINITY_MASK": ids}
+            "CUDA_DEVICE_ORDER": "PCI_BUS_ID", "ROCR_VISIBLE_DEVICES": visible,
+            "ZE_AFFINITY_MASK": visible}
 
 
 _ = grp  # group names are resolved by the submitter; kept for SLURM_JOB_GROUP later

@@ -1,11 +1,13 @@
 """Launching and tracking batch jobs on this node (slurmstepd's role, in-process).
 
-Owns: the job's spool directory (script, pid record), output file naming, starting the script as
-the submitting user, reaping it, signalling it, and reporting its end. Process tracking is the
-process group today (proctrack/pgid); the cgroup tracker slots in behind `Tracker`.
+Owns: the job's spool directory (script, pid record), starting the script as the submitting user
+inside the job's cgroup, reaping it, signalling it, and reporting its end (exit code, signal,
+OUT_OF_MEMORY). Process tracking and limits are the Tracker's (cgroup.py); filenames are
+iopaths.py's; which cores, cpus.py's.
 
-A job runs as: /bin/sh opens stdout/stderr as the user (so a user can never write where they may
-not), then execs the script. The script's session is new, so its process group holds its children.
+A job starts as: /bin/sh, already the user, waits on a pipe until the agent has put it in the
+job's cgroup, opens stdout/stderr as the user (so a user can never write where they may not), then
+execs the script. Everything it starts stays in that cgroup, setsid or not, and dies with the job.
 """
 
 from __future__ import annotations
@@ -20,46 +22,15 @@ import time
 from dataclasses import dataclass
 
 from ..config import Config
-from ..model import Job
+from ..model import GpuDevice, Job
+from .cgroup import Limits, Tracker
+from .cpus import CoreMap
 from .env import batch_environment, gpu_environment
+from .iopaths import expand_pattern, output_paths
 
 log = logging.getLogger("pyslurm_lite.agent.stepmgr")
 
-
-def expand_pattern(pattern: str, job: Job, node: str, step: str = "batch") -> str:
-    """Slurm's filename patterns: %j %J %x %u %N %n %A %a %s %t %%, with optional zero-padding
-    width (%4j)."""
-    out, i = [], 0
-    array_id, task_id = job.job_id, 4294967294
-    values = {"j": str(job.job_id), "J": str(job.job_id), "x": job.spec.name, "u": job.spec.user,
-              "N": node, "n": "0", "A": str(array_id), "a": str(task_id), "s": step, "t": "0"}
-    while i < len(pattern):
-        c = pattern[i]
-        if c != "%" or i + 1 >= len(pattern):
-            out.append(c)
-            i += 1
-            continue
-        j = i + 1
-        while j < len(pattern) and pattern[j].isdigit():
-            j += 1
-        width, key = pattern[i + 1:j], pattern[j] if j < len(pattern) else ""
-        if key == "%":
-            out.append("%")
-        elif key in values:
-            v = values[key]
-            out.append(v.zfill(int(width)) if width and v.isdigit() else v)
-        else:
-            out.append(pattern[i:j + 1])
-        i = j + 1
-    return "".join(out)
-
-
-def output_paths(job: Job, node: str) -> tuple[str, str]:
-    spec = job.spec
-    out = expand_pattern(spec.std_out or "slurm-%j.out", job, node)
-    err = expand_pattern(spec.std_err, job, node) if spec.std_err else out
-    base = spec.work_dir or "/"
-    return os.path.join(base, out), os.path.join(base, err)
+__all__ = ["StepManager", "expand_pattern", "output_paths"]
 
 
 def _traversable(path: str) -> bool:
@@ -74,6 +45,10 @@ def _traversable(path: str) -> bool:
         path = parent
 
 
+def job_key(job_id: int) -> str:
+    return f"job_{job_id}"
+
+
 @dataclass
 class Running:
     job: Job
@@ -84,9 +59,13 @@ class Running:
 
 
 class StepManager:
-    def __init__(self, cfg: Config, node: str, spool: str, report):
+    def __init__(self, cfg: Config, node: str, spool: str, report,
+                 gpus: list[GpuDevice] | None = None, tracker: Tracker | None = None):
         self.cfg, self.node, self.spool = cfg, node, spool
         self.report = report  # report(event dict) -> None, delivered to the controller
+        self.gpus = gpus or []
+        self.tracker = tracker or Tracker()
+        self.cores = CoreMap()
         self.lock = threading.Lock()
         self._launch_lock = threading.Lock()
         self.running: dict[int, Running] = {}
@@ -112,6 +91,7 @@ class StepManager:
                 run = self._start(job, node_addrs)
         except Exception as e:  # the job fails, the agent does not
             log.warning("launch of job %s failed: %s", job.job_id, e)
+            self._release(job)
             self.report({"job_id": job.job_id, "restart_count": job.restart_count,
                          "kind": "launch_failed", "exit_code": 1, "message": str(e)})
             return
@@ -123,33 +103,64 @@ class StepManager:
     def _job_dir(self, job: Job) -> str:
         return os.path.join(self.spool, f"job{job.job_id:08d}.{job.restart_count}")
 
-    def _start(self, job: Job, node_addrs: dict[str, str]) -> Running:
-        spec = job.spec
+    def _write_script(self, job: Job, as_root: bool) -> str:
         jdir = self._job_dir(job)
         os.makedirs(jdir, mode=0o700, exist_ok=True)
         script = os.path.join(jdir, "slurm_script")
         with open(script, "w", encoding="utf-8") as f:
-            f.write(spec.script)
+            f.write(job.spec.script)
         os.chmod(script, 0o700)
-        as_root = os.getuid() == 0
         if as_root:
-            os.chown(jdir, spec.uid, spec.gid)
-            os.chown(script, spec.uid, spec.gid)
-        elif spec.uid != os.getuid():
+            os.chown(jdir, job.spec.uid, job.spec.gid)
+            os.chown(script, job.spec.uid, job.spec.gid)
+        return script
+
+    def _limits(self, job: Job) -> tuple[Limits, bool]:
+        """The job's limits here, and whether its GPUs are fenced by the devices cgroup."""
+        here = job.allocations[0]
+        mine = {g.index for g in self.gpus if g.index in here.gpus}
+        numa = {g.numa_node for g in self.gpus if g.index in mine and g.numa_node >= 0}
+        deny = [_device_number(g.file) for g in self.gpus if g.index not in mine and g.file]
+        deny = [d for d in deny if d is not None]
+        fenced = bool(deny) and self.tracker.fences_devices
+        cpus = self.cores.take(job_key(job.job_id), here.cpus, numa)
+        return Limits(mem_mb=here.mem, cpus=cpus, deny_devices=deny), fenced
+
+    def _start(self, job: Job, node_addrs: dict[str, str]) -> Running:
+        spec = job.spec
+        as_root = os.getuid() == 0
+        if not as_root and spec.uid != os.getuid():
             raise PermissionError(f"agent runs as uid {os.getuid()} and cannot run jobs of uid {spec.uid}")
-        here = job.allocations[0] if job.allocations else None
-        env = batch_environment(job, self.cfg, self.node, node_addrs,
-                                gpu_environment(here.gpus if here else []))
+        script = self._write_script(job, as_root)
+        limits, fenced = self._limits(job)
+        key = job_key(job.job_id)
+        self.tracker.create(key, limits)
+        gpus = job.allocations[0].gpus
+        env = batch_environment(job, self.cfg, self.node, node_addrs, gpu_environment(gpus, fenced))
         out, err = output_paths(job, self.node)
+        gate_r, gate_w = os.pipe()
         mode = ">>" if spec.open_mode == "append" else ">"
         redirect = f'exec {mode}"$1" 2>&1' if out == err else f'exec {mode}"$1" 2{mode}"$2"'
-        cmd = f'export SLURM_TASK_PID=$$; {redirect} <"$3" || exit 1; exec "$0"'
-        proc = subprocess.Popen(
-            ["/bin/sh", "-c", cmd, script, out, err, spec.std_in or "/dev/null"],
-            cwd=spec.work_dir or "/", env=env, start_new_session=True,
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            close_fds=True, **self._identity(spec, as_root))
-        with open(os.path.join(jdir, "pid"), "w") as f:
+        # The gate is the shim's stdin: `read` returns when the agent closes its end.
+        cmd = f'read _; export SLURM_TASK_PID=$$; {redirect} <"$3" || exit 1; exec "$0"'
+        try:
+            proc = subprocess.Popen(
+                ["/bin/sh", "-c", cmd, script, out, err, spec.std_in or "/dev/null"],
+                cwd=spec.work_dir or "/", env=env, start_new_session=True,
+                stdin=gate_r, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                **self._identity(spec, as_root))
+        finally:
+            os.close(gate_r)
+        try:
+            self.tracker.add(f"{key}/step_batch", proc.pid)  # before any of the user's code runs
+        except Exception:
+            proc.kill()
+            proc.wait()
+            os.close(gate_w)
+            self.tracker.remove(key)
+            raise
+        os.close(gate_w)  # the shim's read returns: the job starts
+        with open(os.path.join(self._job_dir(job), "pid"), "w") as f:
             f.write(f"{proc.pid} {job.restart_count}\n")
         return Running(job=job, proc=proc, pidfd=os.pidfd_open(proc.pid))
 
@@ -166,26 +177,31 @@ class StepManager:
                 if key.data is None:
                     os.read(self._wake_r, 4096)
                     continue
-                self._finish(key.data)
+                with self.lock:
+                    self._sel.unregister(key.data.pidfd)
+                threading.Thread(target=self._finish, args=(key.data,), daemon=True).start()
 
     def _finish(self, run: Running) -> None:
         rc = run.proc.wait()
         if run.kill_timer:
             run.kill_timer.cancel()
-        self._kill_group(run.proc.pid, signal.SIGKILL)  # what the script left behind dies with it
-        self._cleanup(run.job)
+        key = job_key(run.job.job_id)
+        oom = self.tracker.oom_killed(key)
+        self.tracker.kill_all(key, run.proc.pid)  # what the script left behind dies with it
+        self._release(run.job)
         exit_code, exit_signal = (0, -rc) if rc < 0 else (rc, 0)
         # Report before forgetting: a heartbeat must never see a job neither running nor ended.
         self.report({"job_id": run.job.job_id, "restart_count": run.job.restart_count,
                      "kind": "ended", "exit_code": exit_code, "exit_signal": exit_signal,
-                     "time": time.time()})
+                     "oom": oom, "time": time.time()})
         with self.lock:
-            self._sel.unregister(run.pidfd)
             os.close(run.pidfd)
             if self.running.get(run.job.job_id) is run:
                 del self.running[run.job.job_id]
 
-    def _cleanup(self, job: Job) -> None:
+    def _release(self, job: Job) -> None:
+        self.tracker.remove(job_key(job.job_id))
+        self.cores.release(job_key(job.job_id))
         jdir = self._job_dir(job)
         for name in ("slurm_script", "pid"):
             try:
@@ -198,22 +214,20 @@ class StepManager:
             pass
 
     # ---- signals ------------------------------------------------------------------------------
-    @staticmethod
-    def _kill_group(pgid: int, signo: int) -> bool:
-        try:
-            os.killpg(pgid, signo)
-            return True
-        except (ProcessLookupError, PermissionError):
-            return False
-
     def signal(self, job_ids: list[int], signo: int, batch_only: bool) -> list[int]:
+        """scancel --signal: the batch shell alone (--batch), or every process of the job."""
         done = []
         with self.lock:
             runs = [self.running[j] for j in job_ids if j in self.running]
         for run in runs:
-            ok = (os.kill(run.proc.pid, signo) is None) if batch_only else self._kill_group(run.proc.pid, signo)
-            if ok:
-                done.append(run.job.job_id)
+            if batch_only:
+                try:
+                    os.kill(run.proc.pid, signo)
+                except ProcessLookupError:
+                    continue
+            else:
+                self.tracker.signal(job_key(run.job.job_id), signo, run.proc.pid)
+            done.append(run.job.job_id)
         return done
 
     def terminate(self, job_ids: list[int], reason: str) -> list[int]:
@@ -222,11 +236,12 @@ class StepManager:
             runs = [self.running[j] for j in job_ids if j in self.running]
         for run in runs:
             run.ending = reason or "cancelled"
-            self._kill_group(run.proc.pid, signal.SIGCONT)
-            self._kill_group(run.proc.pid, signal.SIGTERM)
+            key = job_key(run.job.job_id)
+            self.tracker.signal(key, signal.SIGCONT, run.proc.pid)
+            self.tracker.signal(key, signal.SIGTERM, run.proc.pid)
             if run.kill_timer is None:
-                run.kill_timer = threading.Timer(self.cfg.kill_wait, self._kill_group,
-                                                 (run.proc.pid, signal.SIGKILL))
+                run.kill_timer = threading.Timer(self.cfg.kill_wait, self.tracker.kill_all,
+                                                 (key, run.proc.pid))
                 run.kill_timer.daemon = True
                 run.kill_timer.start()
         return [r.job.job_id for r in runs]
@@ -235,3 +250,10 @@ class StepManager:
         with self.lock:
             return {j: r.job.restart_count for j, r in self.running.items()}
 
+
+def _device_number(path: str) -> tuple[int, int] | None:
+    try:
+        rdev = os.stat(path).st_rdev
+    except OSError:
+        return None
+    return (os.major(rdev), os.minor(rdev)) if rdev else None

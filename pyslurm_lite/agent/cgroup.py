@@ -1,0 +1,337 @@
+"""proctrack/cgroup and task/cgroup: one cgroup per job (and per step) that holds every process
+the job starts and enforces its CPUs, memory and devices; detected at runtime.
+
+    cgroup v2 (unified, e.g. /sys/fs/cgroup):          <base>/pyslurm_lite/<node>/job_<id>/step_<s>
+        memory.max, cpuset.cpus, pids, cgroup.kill, memory.events (oom_kill)
+    cgroup v1 (a hierarchy per controller):              <ctl>/<base>/pyslurm_lite/<node>/job_<id>/step_<s>
+        memory.limit_in_bytes, cpuset.cpus, devices.deny, freezer, memory.oom_control (oom_kill)
+    none: process groups (a setsid'd or double-forked process escapes; the agent says so at start)
+
+<base> is the agent's own cgroup, so jobs stay inside whatever contains the agent (a container,
+a systemd unit). A process enters its cgroup before it runs any of the user's code: the launch
+shim blocks on a pipe until the agent has written its pid to cgroup.procs.
+
+Must not: decide what a job gets (the controller did) or talk to anyone.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import time
+from dataclasses import dataclass, field
+
+from ..errors import ConfigError
+
+log = logging.getLogger("pyslurm_lite.agent.cgroup")
+
+CGROUP_ROOT = "/sys/fs/cgroup"
+V1_CONTROLLERS = ("memory", "cpuset", "devices", "freezer", "pids")
+KILL_ROUNDS = 50  # SIGKILL sweeps over a cgroup before giving up on emptying it
+KILL_PAUSE = 0.02  # seconds between sweeps
+
+
+@dataclass
+class Limits:
+    """What one job (or step) may use on this node."""
+
+    mem_mb: int = 0  # 0: no limit
+    cpus: list[int] = field(default_factory=list)  # empty: no pinning
+    deny_devices: list[tuple[int, int]] = field(default_factory=list)  # (major, minor) char devices
+
+
+class Tracker:
+    """proctrack/pgid: the process group only. The base of the cgroup trackers."""
+
+    name = "proctrack/pgid"
+    fences_devices = False  # can it hide devices (GPUs) a job was not given?
+
+    def create(self, job_key: str, limits: Limits) -> None:
+        pass
+
+    def add(self, job_key: str, pid: int) -> None:
+        pass
+
+    def pids(self, job_key: str, leader: int = 0) -> list[int]:
+        return [leader] if leader else []
+
+    def signal(self, job_key: str, signo: int, leader: int) -> None:
+        try:
+            os.killpg(leader, signo)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    def kill_all(self, job_key: str, leader: int) -> None:
+        self.signal(job_key, signal.SIGKILL, leader)
+
+    def oom_killed(self, job_key: str) -> bool:
+        return False
+
+    def remove(self, job_key: str) -> None:
+        pass
+
+    def existing(self) -> list[str]:
+        return []
+
+
+def _write(path: str, value: str) -> None:
+    with open(path, "w") as f:
+        f.write(value)
+
+
+def _read(path: str, default: str = "") -> str:
+    try:
+        with open(path) as f:
+            return f.read()
+    except OSError:
+        return default
+
+
+def _own_cgroup(controller: str | None) -> str:
+    """The agent's cgroup path in a v1 controller's hierarchy (or v2 when controller is None)."""
+    for line in _read("/proc/self/cgroup").splitlines():
+        _, names, path = line.split(":", 2)
+        if (controller is None and names == "") or (controller and controller in names.split(",")):
+            return path
+    return "/"
+
+
+class CgroupV1(Tracker):
+    name = "proctrack/cgroup (v1)"
+
+    @property
+    def fences_devices(self) -> bool:
+        return "devices" in self.base
+
+    def __init__(self, node: str, root: str = CGROUP_ROOT):
+        self.mounts = {c: os.path.join(root, c) for c in V1_CONTROLLERS
+                       if os.path.exists(os.path.join(root, c, "cgroup.procs"))}
+        self.base = {c: os.path.join(m, _own_cgroup(c).lstrip("/"), "pyslurm_lite", node)
+                     for c, m in self.mounts.items()}
+
+    def _dirs(self, job_key: str) -> dict[str, str]:
+        return {c: os.path.join(b, job_key) for c, b in self.base.items()}
+
+    def create(self, job_key: str, limits: Limits) -> None:
+        for ctl, path in self._dirs(job_key).items():
+            self._mkdirs(ctl, path)
+        d = self._dirs(job_key)
+        if "memory" in d and limits.mem_mb:
+            limit = str(limits.mem_mb * 1024 * 1024)
+            _write(os.path.join(d["memory"], "memory.limit_in_bytes"), limit)
+            memsw = os.path.join(d["memory"], "memory.memsw.limit_in_bytes")
+            if os.path.exists(memsw):
+                _write(memsw, limit)  # no escape into swap
+        if "cpuset" in d and limits.cpus:
+            _write(os.path.join(d["cpuset"], "cpuset.cpus"), ",".join(map(str, limits.cpus)))
+        if "devices" in d:
+            for major, minor in limits.deny_devices:
+                _write(os.path.join(d["devices"], "devices.deny"), f"c {major}:{minor} rwm")
+
+    def _mkdirs(self, ctl: str, path: str) -> None:
+        """mkdir -p, giving each new cpuset its parent's cpus and mems (v1 starts them empty)."""
+        missing = []
+        p = path
+        while not os.path.isdir(p):
+            missing.append(p)
+            p = os.path.dirname(p)
+        for d in reversed(missing):
+            os.mkdir(d)
+            if ctl == "cpuset":
+                parent = os.path.dirname(d)
+                for f in ("cpuset.cpus", "cpuset.mems"):
+                    _write(os.path.join(d, f), _read(os.path.join(parent, f)).strip())
+
+    def add(self, job_key: str, pid: int) -> None:
+        for ctl, path in self._dirs(job_key).items():
+            self._mkdirs(ctl, path)
+            _write(os.path.join(path, "cgroup.procs"), str(pid))
+
+    def pids(self, job_key: str, leader: int = 0) -> list[int]:
+        procs = set()
+        for path in self._dirs(job_key).values():
+            procs |= {int(p) for p in _read(os.path.join(path, "cgroup.procs")).split()}
+            break  # every controller holds the same processes; one is enough
+        for path in self._dirs(job_key).values():
+            for sub in _subdirs(path):
+                procs |= {int(p) for p in _read(os.path.join(sub, "cgroup.procs")).split()}
+            break
+        return sorted(procs)
+
+    def signal(self, job_key: str, signo: int, leader: int) -> None:
+        for pid in self.pids(job_key):
+            try:
+                os.kill(pid, signo)
+            except ProcessLookupError:
+                pass
+
+    def kill_all(self, job_key: str, leader: int) -> None:
+        """SIGKILL everything in the job's cgroup, frozen first so nothing can fork meanwhile."""
+        freezer = self._dirs(job_key).get("freezer")
+        if freezer and os.path.isdir(freezer):
+            _write(os.path.join(freezer, "freezer.state"), "FROZEN")
+        for _ in range(KILL_ROUNDS):
+            pids = self.pids(job_key)
+            if not pids:
+                break
+            self.signal(job_key, signal.SIGKILL, leader)
+            if freezer and os.path.isdir(freezer):
+                _write(os.path.join(freezer, "freezer.state"), "THAWED")  # the kill lands on thaw
+            time.sleep(KILL_PAUSE)
+
+    def oom_killed(self, job_key: str) -> bool:
+        path = self._dirs(job_key).get("memory")
+        if not path:
+            return False
+        # v1 counts a kill in the cgroup the victim was in (a step), not in its ancestors
+        for d in [path, *_subdirs(path)]:
+            control = _read(os.path.join(d, "memory.oom_control"))
+            if "oom_kill " not in control:  # old kernels: hitting the limit is the evidence
+                return int(_read(os.path.join(path, "memory.failcnt"), "0").strip() or 0) > 0
+            for line in control.splitlines():
+                if line.startswith("oom_kill ") and int(line.split()[1]) > 0:
+                    return True
+        return False
+
+    def remove(self, job_key: str) -> None:
+        for path in self._dirs(job_key).values():
+            _rmtree(path)
+
+    def existing(self) -> list[str]:
+        for base in self.base.values():
+            return sorted(os.path.basename(p) for p in _subdirs(base))
+        return []
+
+
+class CgroupV2(Tracker):
+    name = "proctrack/cgroup (v2)"
+
+    def __init__(self, node: str, mount: str):
+        self.mount = mount
+        self.base = os.path.join(mount, _own_cgroup(None).lstrip("/"), "pyslurm_lite", node)
+        self.controllers = set(_read(os.path.join(mount, "cgroup.controllers")).split())
+
+    def _dir(self, job_key: str) -> str:
+        return os.path.join(self.base, job_key)
+
+    def create(self, job_key: str, limits: Limits) -> None:
+        path = self._dir(job_key)
+        self._enable_down_to(path)
+        os.makedirs(path, exist_ok=True)
+        if limits.mem_mb and os.path.exists(os.path.join(path, "memory.max")):
+            _write(os.path.join(path, "memory.max"), str(limits.mem_mb * 1024 * 1024))
+            if os.path.exists(os.path.join(path, "memory.swap.max")):
+                _write(os.path.join(path, "memory.swap.max"), "0")
+        if limits.cpus and os.path.exists(os.path.join(path, "cpuset.cpus")):
+            _write(os.path.join(path, "cpuset.cpus"), ",".join(map(str, limits.cpus)))
+
+    def _enable_down_to(self, path: str) -> None:
+        """Make memory/cpuset/pids available from the agent's cgroup down to the job's parent.
+        (v2's rule: no processes in a cgroup that hands controllers down, so jobs live in leaves.)"""
+        wanted = [c for c in ("memory", "cpuset", "pids") if c in self.controllers]
+        parent = os.path.dirname(path)
+        os.makedirs(parent, exist_ok=True)
+        p = os.path.join(self.mount, _own_cgroup(None).lstrip("/"))
+        for part in os.path.relpath(parent, p).split(os.sep):
+            for c in wanted:
+                try:
+                    _write(os.path.join(p, "cgroup.subtree_control"), f"+{c}")
+                except OSError:
+                    pass  # not delegated to us: run without that controller
+            p = os.path.join(p, part)
+
+    def add(self, job_key: str, pid: int) -> None:
+        os.makedirs(self._dir(job_key), exist_ok=True)
+        _write(os.path.join(self._dir(job_key), "cgroup.procs"), str(pid))
+
+    def pids(self, job_key: str, leader: int = 0) -> list[int]:
+        path = self._dir(job_key)
+        procs = {int(p) for p in _read(os.path.join(path, "cgroup.procs")).split()}
+        for sub in _subdirs(path):
+            procs |= {int(p) for p in _read(os.path.join(sub, "cgroup.procs")).split()}
+        return sorted(procs)
+
+    def signal(self, job_key: str, signo: int, leader: int) -> None:
+        for pid in self.pids(job_key):
+            try:
+                os.kill(pid, signo)
+            except ProcessLookupError:
+                pass
+
+    def kill_all(self, job_key: str, leader: int) -> None:
+        kill_file = os.path.join(self._dir(job_key), "cgroup.kill")
+        for _ in range(KILL_ROUNDS):
+            if not self.pids(job_key):
+                break
+            if os.path.exists(kill_file):
+                _write(kill_file, "1")
+            else:
+                self.signal(job_key, signal.SIGKILL, leader)
+            time.sleep(KILL_PAUSE)
+
+    def oom_killed(self, job_key: str) -> bool:
+        for line in _read(os.path.join(self._dir(job_key), "memory.events")).splitlines():
+            if line.startswith("oom_kill ") and int(line.split()[1]) > 0:
+                return True
+        return False
+
+    def remove(self, job_key: str) -> None:
+        _rmtree(self._dir(job_key))
+
+    def existing(self) -> list[str]:
+        return sorted(os.path.basename(p) for p in _subdirs(self.base))
+
+
+def _subdirs(path: str) -> list[str]:
+    try:
+        return [e.path for e in os.scandir(path) if e.is_dir()]
+    except OSError:
+        return []
+
+
+def _rmtree(path: str) -> None:
+    """rmdir a cgroup and its children, deepest first (cgroups are removed with rmdir)."""
+    for sub in _subdirs(path):
+        _rmtree(sub)
+    try:
+        os.rmdir(path)
+    except FileNotFoundError:
+        pass
+    except OSError as e:
+        log.warning("cannot remove cgroup %s: %s", path, e)
+
+
+def detect(root: str = CGROUP_ROOT) -> str:
+    """'v2' on a unified hierarchy with memory, 'v1' where the memory hierarchy is v1, else 'none'."""
+    if os.geteuid() != 0:
+        return "none"
+    if os.path.exists(os.path.join(root, "cgroup.controllers")):
+        return "v2"
+    if os.path.exists(os.path.join(root, "memory", "cgroup.procs")):
+        return "v1"
+    unified = os.path.join(root, "unified")
+    if "memory" in _read(os.path.join(unified, "cgroup.controllers")).split():
+        return "v2"
+    return "none"
+
+
+PLUGINS = ("proctrack/cgroup", "proctrack/pgid", "proctrack/auto")
+
+
+def make_tracker(kind: str, node: str, root: str = CGROUP_ROOT) -> Tracker:
+    """The tracker configuration names (ProctrackType); 'auto' picks what the host has."""
+    if kind not in PLUGINS:
+        raise ConfigError(f"unknown ProctrackType={kind}; valid: {', '.join(PLUGINS)}")
+    if kind == "proctrack/pgid":
+        return Tracker()
+    found = detect(root)
+    if found == "v1":
+        return CgroupV1(node, root)
+    if found == "v2":
+        mount = root if os.path.exists(os.path.join(root, "cgroup.controllers")) else os.path.join(root, "unified")
+        return CgroupV2(node, mount)
+    if kind == "proctrack/cgroup":
+        raise ConfigError("ProctrackType=proctrack/cgroup but no usable cgroup hierarchy (need root "
+                         "and cgroup v1 memory or a cgroup v2 mount)")
+    return Tracker()

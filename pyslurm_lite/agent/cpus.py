@@ -1,0 +1,57 @@
+"""Which cores a job is pinned to (task/affinity's role, simplified): the controller decided how
+many CPUs a job has on this node; the agent picks which, preferring cores on the NUMA node of the
+job's GPUs (--gpu-bind=closest) and never giving one core to two jobs while free ones remain.
+
+Worked example: cores 0-3 on NUMA 0 and 4-7 on NUMA 1, job A holds 4; a 2-CPU job whose GPU sits
+on NUMA 1 gets [5, 6]; with no GPU preference it would get [0, 1].
+
+When configuration declares more CPUs than the host has (a local test cluster), there are not
+enough cores to pin to: the job is left unpinned rather than squeezed.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+
+
+def numa_cpus(node: int) -> set[int]:
+    try:
+        with open(f"/sys/devices/system/node/node{node}/cpulist") as f:
+            return parse_cpulist(f.read())
+    except (OSError, ValueError):
+        return set()
+
+
+def parse_cpulist(text: str) -> set[int]:
+    """'0-3,8,10-11' -> {0, 1, 2, 3, 8, 10, 11}"""
+    out: set[int] = set()
+    for part in filter(None, text.strip().split(",")):
+        lo, _, hi = part.partition("-")
+        out.update(range(int(lo), int(hi or lo) + 1))
+    return out
+
+
+class CoreMap:
+    def __init__(self, cores: set[int] | None = None):
+        self.cores = sorted(cores if cores is not None else os.sched_getaffinity(0))
+        self.owner: dict[int, str] = {}
+        self.lock = threading.Lock()
+
+    def take(self, key: str, count: int, numa_nodes: set[int] = frozenset()) -> list[int]:
+        """Reserve `count` cores for key; [] (no pinning) when that many are not free."""
+        with self.lock:
+            free = [c for c in self.cores if c not in self.owner]
+            if count <= 0 or count > len(free):
+                return []
+            near = set().union(*(numa_cpus(n) for n in numa_nodes)) if numa_nodes else set()
+            free.sort(key=lambda c: (c not in near, c))
+            chosen = sorted(free[:count])
+            for c in chosen:
+                self.owner[c] = key
+            return chosen
+
+    def release(self, key: str) -> None:
+        with self.lock:
+            for c in [c for c, k in self.owner.items() if k == key]:
+                del self.owner[c]

@@ -1,0 +1,44 @@
+"""Slurm's output/error filename patterns: %j %J %x %u %N %n %A %a %s %t %%, with an optional
+zero-padding width (%4j). Relative names are relative to the job's working directory."""
+
+from __future__ import annotations
+
+import os
+
+from ..model import Job
+
+
+def expand_pattern(pattern: str, job: Job, node: str, step: str = "batch") -> str:
+    """Slurm's filename patterns: %j %J %x %u %N %n %A %a %s %t %%, with optional zero-padding
+    width (%4j)."""
+    out, i = [], 0
+    array_id, task_id = job.job_id, 4294967294
+    values = {"j": str(job.job_id), "J": str(job.job_id), "x": job.spec.name, "u": job.spec.user,
+              "N": node, "n": "0", "A": str(array_id), "a": str(task_id), "s": step, "t": "0"}
+    while i < len(pattern):
+        c = pattern[i]
+        if c != "%" or i + 1 >= len(pattern):
+            out.append(c)
+            i += 1
+            continue
+        j = i + 1
+        while j < len(pattern) and pattern[j].isdigit():
+            j += 1
+        width, key = pattern[i + 1:j], pattern[j] if j < len(pattern) else ""
+        if key == "%":
+            out.append("%")
+        elif key in values:
+            v = values[key]
+            out.append(v.zfill(int(width)) if width and v.isdigit() else v)
+        else:
+            out.append(pattern[i:j + 1])
+        i = j + 1
+    return "".join(out)
+
+
+def output_paths(job: Job, node: str) -> tuple[str, str]:
+    spec = job.spec
+    out = expand_pattern(spec.std_out or "slurm-%j.out", job, node)
+    err = expand_pattern(spec.std_err, job, node) if spec.std_err else out
+    base = spec.work_dir or "/"
+    return os.path.join(base, out), os.path.join(base, err)
