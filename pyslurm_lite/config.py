@@ -250,6 +250,8 @@ def _node_line(cfg: Config, pairs, where: str) -> None:
     if addrs and len(addrs) not in (1, len(names)):
         raise ConfigError(f"{where}: NodeAddr lists {len(addrs)} addresses for {len(names)} nodes")
     ports = expand(opts["port"], where) if "port" in opts else []
+    if ports and len(ports) not in (1, len(names)):
+        raise ConfigError(f"{where}: Port lists {len(ports)} ports for {len(names)} nodes")
     for i, name in enumerate(names):
         node = NodeConfig(name=name)
         node.addr = (addrs[i] if len(addrs) > 1 else addrs[0]) if addrs else name
@@ -277,6 +279,9 @@ def _partition_line(cfg: Config, pairs, where: str) -> None:
         part.nodes = list(cfg.nodes)
     elif nodes_expr:
         part.nodes = expand(nodes_expr, where)
+        unknown = [n for n in part.nodes if n not in cfg.nodes]
+        if unknown:  # as in Slurm, nodes are declared before the partitions that use them
+            raise ConfigError(f"{where}: partition {name} names unknown nodes {collect(unknown)}")
     part.default = opts.get("default", "NO").upper() == "YES"
     try:
         part.max_time = parse_time_limit(opts.get("maxtime", "UNLIMITED"))
@@ -305,10 +310,6 @@ def _validate(cfg: Config) -> None:
         for value in getattr(cfg, attr).split(","):
             if value not in valid:
                 raise ConfigError(f"{cfg.path}: unknown {key}={value}; valid: {', '.join(valid)}")
-    for part in cfg.partitions.values():
-        unknown = [n for n in part.nodes if n not in cfg.nodes]
-        if unknown:
-            raise ConfigError(f"{cfg.path}: partition {part.name} names unknown nodes {collect(unknown)}")
     if cfg.nodes and not cfg.partitions:
         raise ConfigError(f"{cfg.path}: no PartitionName line: jobs would have nowhere to run")
 

@@ -33,6 +33,18 @@ class SubmitJobReply(_message.Message):
     job_id: int
     def __init__(self, job_id: _Optional[int] = ...) -> None: ...
 
+class SubmitJobsRequest(_message.Message):
+    __slots__ = ("specs",)
+    SPECS_FIELD_NUMBER: _ClassVar[int]
+    specs: _containers.RepeatedCompositeFieldContainer[_types_pb2.JobSpec]
+    def __init__(self, specs: _Optional[_Iterable[_Union[_types_pb2.JobSpec, _Mapping]]] = ...) -> None: ...
+
+class SubmitJobsReply(_message.Message):
+    __slots__ = ("job_ids",)
+    JOB_IDS_FIELD_NUMBER: _ClassVar[int]
+    job_ids: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, job_ids: _Optional[_Iterable[int]] = ...) -> None: ...
+
 class JobFilter(_message.Message):
     __slots__ = ("job_ids", "states", "users", "partitions", "names", "include_finished", "nodes")
     JOB_IDS_FIELD_NUMBER: _ClassVar[int]

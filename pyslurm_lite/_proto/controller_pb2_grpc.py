@@ -45,6 +45,11 @@ class ControllerStub:
                 request_serializer=pyslurm__lite_dot_v1_dot_controller__pb2.SubmitJobRequest.SerializeToString,
                 response_deserializer=pyslurm__lite_dot_v1_dot_controller__pb2.SubmitJobReply.FromString,
                 _registered_method=True)
+        self.SubmitJobs = channel.unary_unary(
+                '/pyslurm_lite.v1.Controller/SubmitJobs',
+                request_serializer=pyslurm__lite_dot_v1_dot_controller__pb2.SubmitJobsRequest.SerializeToString,
+                response_deserializer=pyslurm__lite_dot_v1_dot_controller__pb2.SubmitJobsReply.FromString,
+                _registered_method=True)
         self.GetJobs = channel.unary_unary(
                 '/pyslurm_lite.v1.Controller/GetJobs',
                 request_serializer=pyslurm__lite_dot_v1_dot_controller__pb2.GetJobsRequest.SerializeToString,
@@ -104,6 +109,13 @@ class ControllerServicer:
 
     def SubmitJob(self, request, context):
         """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SubmitJobs(self, request, context):
+        """Many jobs in one call, committed in one transaction before the reply (the API's bulk path).
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -175,6 +187,11 @@ def add_ControllerServicer_to_server(servicer, server):
                     servicer.SubmitJob,
                     request_deserializer=pyslurm__lite_dot_v1_dot_controller__pb2.SubmitJobRequest.FromString,
                     response_serializer=pyslurm__lite_dot_v1_dot_controller__pb2.SubmitJobReply.SerializeToString,
+            ),
+            'SubmitJobs': grpc.unary_unary_rpc_method_handler(
+                    servicer.SubmitJobs,
+                    request_deserializer=pyslurm__lite_dot_v1_dot_controller__pb2.SubmitJobsRequest.FromString,
+                    response_serializer=pyslurm__lite_dot_v1_dot_controller__pb2.SubmitJobsReply.SerializeToString,
             ),
             'GetJobs': grpc.unary_unary_rpc_method_handler(
                     servicer.GetJobs,
@@ -276,6 +293,33 @@ class Controller:
             '/pyslurm_lite.v1.Controller/SubmitJob',
             pyslurm__lite_dot_v1_dot_controller__pb2.SubmitJobRequest.SerializeToString,
             pyslurm__lite_dot_v1_dot_controller__pb2.SubmitJobReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SubmitJobs(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/pyslurm_lite.v1.Controller/SubmitJobs',
+            pyslurm__lite_dot_v1_dot_controller__pb2.SubmitJobsRequest.SerializeToString,
+            pyslurm__lite_dot_v1_dot_controller__pb2.SubmitJobsReply.FromString,
             options,
             channel_credentials,
             insecure,

@@ -27,7 +27,9 @@ from ..errors import ConfigError
 log = logging.getLogger("pyslurm_lite.agent.cgroup")
 
 CGROUP_ROOT = "/sys/fs/cgroup"
-V1_CONTROLLERS = ("memory", "cpuset", "devices", "freezer", "pids")
+# pids would only count (no limit is set), so it is left out: every controller costs a mkdir,
+# a write and an rmdir per job and step.
+V1_CONTROLLERS = ("memory", "cpuset", "devices", "freezer")
 KILL_ROUNDS = 50  # SIGKILL sweeps over a cgroup before giving up on emptying it
 KILL_PAUSE = 0.02  # seconds between sweeps
 
@@ -50,7 +52,7 @@ class Tracker:
     def create(self, job_key: str, limits: Limits) -> None:
         pass
 
-    def add(self, job_key: str, pid: int) -> None:
+    def add(self, job_key: str, pid: int, step: str = "batch") -> None:
         pass
 
     def pids(self, job_key: str, leader: int = 0) -> list[int]:
@@ -98,36 +100,51 @@ def _own_cgroup(controller: str | None) -> str:
 
 
 class CgroupV1(Tracker):
-    name = "proctrack/cgroup (v1)"
+    """v1: memory (limit, OOM, the list of processes) and freezer (kills) for every job; cpuset
+    only when the job is pinned and devices only when something is to be hidden, because each
+    controller costs a mkdir, writes and an rmdir per job. The batch script lives in the job's
+    own cgroup; srun steps get sub-cgroups."""
 
-    @property
-    def fences_devices(self) -> bool:
-        return "devices" in self.base
+    name = "proctrack/cgroup (v1)"
+    ALWAYS = ("memory", "freezer")
 
     def __init__(self, node: str, root: str = CGROUP_ROOT):
         self.mounts = {c: os.path.join(root, c) for c in V1_CONTROLLERS
                        if os.path.exists(os.path.join(root, c, "cgroup.procs"))}
         self.base = {c: os.path.join(m, _own_cgroup(c).lstrip("/"), "pyslurm_lite", node)
                      for c, m in self.mounts.items()}
+        for ctl, path in self.base.items():
+            self._mkdirs(ctl, path)
+        self.used: dict[str, tuple[str, ...]] = {}  # job key -> controllers it has a cgroup in
+
+    @property
+    def fences_devices(self) -> bool:
+        return "devices" in self.base
 
     def _dirs(self, job_key: str) -> dict[str, str]:
-        return {c: os.path.join(b, job_key) for c, b in self.base.items()}
+        ctls = self.used.get(job_key.split("/")[0]) or tuple(self.base)
+        return {c: os.path.join(self.base[c], job_key) for c in ctls if c in self.base}
 
     def create(self, job_key: str, limits: Limits) -> None:
-        for ctl, path in self._dirs(job_key).items():
-            self._mkdirs(ctl, path)
+        ctls = [c for c in self.ALWAYS if c in self.base]
+        if limits.cpus and "cpuset" in self.base:
+            ctls.append("cpuset")
+        if limits.deny_devices and "devices" in self.base:
+            ctls.append("devices")
+        self.used[job_key] = tuple(ctls)
         d = self._dirs(job_key)
+        for ctl, path in d.items():
+            self._mkdirs(ctl, path)
         if "memory" in d and limits.mem_mb:
             limit = str(limits.mem_mb * 1024 * 1024)
             _write(os.path.join(d["memory"], "memory.limit_in_bytes"), limit)
             memsw = os.path.join(d["memory"], "memory.memsw.limit_in_bytes")
             if os.path.exists(memsw):
                 _write(memsw, limit)  # no escape into swap
-        if "cpuset" in d and limits.cpus:
+        if "cpuset" in d:
             _write(os.path.join(d["cpuset"], "cpuset.cpus"), ",".join(map(str, limits.cpus)))
-        if "devices" in d:
-            for major, minor in limits.deny_devices:
-                _write(os.path.join(d["devices"], "devices.deny"), f"c {major}:{minor} rwm")
+        for major, minor in limits.deny_devices if "devices" in d else ():
+            _write(os.path.join(d["devices"], "devices.deny"), f"c {major}:{minor} rwm")
 
     def _mkdirs(self, ctl: str, path: str) -> None:
         """mkdir -p, giving each new cpuset its parent's cpus and mems (v1 starts them empty)."""
@@ -143,9 +160,11 @@ class CgroupV1(Tracker):
                 for f in ("cpuset.cpus", "cpuset.mems"):
                     _write(os.path.join(d, f), _read(os.path.join(parent, f)).strip())
 
-    def add(self, job_key: str, pid: int) -> None:
-        for ctl, path in self._dirs(job_key).items():
-            self._mkdirs(ctl, path)
+    def add(self, job_key: str, pid: int, step: str = "batch") -> None:
+        key = job_key if step == "batch" else f"{job_key}/step_{step}"
+        for ctl, path in self._dirs(key).items():
+            if key != job_key:
+                self._mkdirs(ctl, path)
             _write(os.path.join(path, "cgroup.procs"), str(pid))
 
     def pids(self, job_key: str, leader: int = 0) -> list[int]:
@@ -168,6 +187,8 @@ class CgroupV1(Tracker):
 
     def kill_all(self, job_key: str, leader: int) -> None:
         """SIGKILL everything in the job's cgroup, frozen first so nothing can fork meanwhile."""
+        if not self.pids(job_key):
+            return  # the common case: the script's children were gone with it
         freezer = self._dirs(job_key).get("freezer")
         if freezer and os.path.isdir(freezer):
             _write(os.path.join(freezer, "freezer.state"), "FROZEN")
@@ -197,6 +218,7 @@ class CgroupV1(Tracker):
     def remove(self, job_key: str) -> None:
         for path in self._dirs(job_key).values():
             _rmtree(path)
+        self.used.pop(job_key, None)
 
     def existing(self) -> list[str]:
         for base in self.base.values():
@@ -241,9 +263,11 @@ class CgroupV2(Tracker):
                     pass  # not delegated to us: run without that controller
             p = os.path.join(p, part)
 
-    def add(self, job_key: str, pid: int) -> None:
-        os.makedirs(self._dir(job_key), exist_ok=True)
-        _write(os.path.join(self._dir(job_key), "cgroup.procs"), str(pid))
+    def add(self, job_key: str, pid: int, step: str = "batch") -> None:
+        # v2: no processes in a cgroup that hands controllers down, so every step is a leaf
+        path = os.path.join(self._dir(job_key), f"step_{step}")
+        os.makedirs(path, exist_ok=True)
+        _write(os.path.join(path, "cgroup.procs"), str(pid))
 
     def pids(self, job_key: str, leader: int = 0) -> list[int]:
         path = self._dir(job_key)

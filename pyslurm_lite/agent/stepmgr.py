@@ -19,6 +19,7 @@ import signal
 import subprocess
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from ..config import Config
@@ -69,6 +70,8 @@ class StepManager:
         self.lock = threading.Lock()
         self._launch_lock = threading.Lock()
         self.running: dict[int, Running] = {}
+        # Endings are handled off the reaper thread: killing leftovers may take KillWait.
+        self._finishers = ThreadPoolExecutor(max_workers=4, thread_name_prefix="finish")
         self._sel = selectors.DefaultSelector()
         self._wake_r, self._wake_w = os.pipe()
         self._sel.register(self._wake_r, selectors.EVENT_READ, None)
@@ -142,17 +145,18 @@ class StepManager:
         mode = ">>" if spec.open_mode == "append" else ">"
         redirect = f'exec {mode}"$1" 2>&1' if out == err else f'exec {mode}"$1" 2{mode}"$2"'
         # The gate is the shim's stdin: `read` returns when the agent closes its end.
-        cmd = f'read _; export SLURM_TASK_PID=$$; {redirect} <"$3" || exit 1; exec "$0"'
+        cmd = (f'read _; export SLURM_TASK_PID=$$; {redirect} <"$3" || exit 1; '
+               f'shift 3; exec "$0" "$@"')
         try:
             proc = subprocess.Popen(
-                ["/bin/sh", "-c", cmd, script, out, err, spec.std_in or "/dev/null"],
+                ["/bin/sh", "-c", cmd, script, out, err, spec.std_in or "/dev/null", *spec.argv],
                 cwd=spec.work_dir or "/", env=env, start_new_session=True,
                 stdin=gate_r, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                 **self._identity(spec, as_root))
         finally:
             os.close(gate_r)
         try:
-            self.tracker.add(f"{key}/step_batch", proc.pid)  # before any of the user's code runs
+            self.tracker.add(key, proc.pid, "batch")  # before any of the user's code runs
         except Exception:
             proc.kill()
             proc.wait()
@@ -179,7 +183,7 @@ class StepManager:
                     continue
                 with self.lock:
                     self._sel.unregister(key.data.pidfd)
-                threading.Thread(target=self._finish, args=(key.data,), daemon=True).start()
+                self._finishers.submit(self._finish, key.data)
 
     def _finish(self, run: Running) -> None:
         rc = run.proc.wait()

@@ -249,8 +249,11 @@ def main_args(argv: list[str]) -> int:
     cli = parser.parse_args(argv)
     script = read_script(cli)
     directives = read_directives(script)
-    ns = parser.parse_args(directives) if directives else argparse.Namespace()
-    ns = parser.parse_args(argv, namespace=ns)  # the command line overrides the script
+    ns = parser.parse_args(directives) if directives else cli
+    for key, value in vars(cli).items():  # the command line overrides the script, option by option
+        if value is not None and value != [] and key not in ("script", "script_args"):
+            setattr(ns, key, value)
+    ns.script, ns.script_args = cli.script, cli.script_args
     try:
         spec = spec_from_args(ns, script, os.getcwd())
     except InvalidRequest as e:

@@ -82,8 +82,8 @@ class JobFilter:
     include_finished: bool = False
     nodes: list[str] = field(default_factory=list)
 
-    def matches(self, job: Job) -> bool:
-        if self.job_ids and job.job_id not in self.job_ids:
+    def matches(self, job: Job, ids: set[int] | None = None) -> bool:
+        if self.job_ids and job.job_id not in (ids if ids is not None else self.job_ids):
             return False
         if self.states and job.state.value not in self.states:
             return False
@@ -106,36 +106,50 @@ class JobManager:
 
     # ---- submit -------------------------------------------------------------------------------
     def submit(self, spec: JobSpec, caller: Caller) -> int:
-        if not caller.is_operator and spec.uid != caller.uid:
-            raise PermissionDenied("Access/permission denied: a job runs as its submitter")
-        part, limit = validate_spec(self.s.cfg, spec)
+        return self.submit_many([spec], caller)[0]
+
+    def submit_many(self, specs: list[JobSpec], caller: Caller) -> list[int]:
+        """Validate every spec (all or nothing), commit the jobs, then make them visible."""
+        checked = []
+        for spec in specs:
+            if not caller.is_operator and spec.uid != caller.uid:
+                raise PermissionDenied("Access/permission denied: a job runs as its submitter")
+            checked.append((spec, *validate_spec(self.s.cfg, spec)))
         now = self.s.clock()
         with self.s.lock:
-            job_id = self.s.next_job_id
-            self.s.next_job_id += 1
-        job = Job(job_id=job_id, spec=spec, submit_time=now, eligible_time=spec.begin_time or now,
-                  priority=max(BASE_PRIORITY - job_id, 1), held=spec.hold, time_limit=limit,
-                  partition=part.name, reason=Reason.HELD_USER if spec.hold else Reason.NONE)
-        # Durable before anyone can see it: the scheduler only finds it after the commit, and
-        # the id is handed out only then. Outside the state lock, so commits can be grouped.
-        script, env = spec.script, spec.environment
-        spec.script, spec.environment = "", {}  # kept in the database until launch
-        self.s.store.insert_jobs([job], [(script, env)])
+            first = self.s.next_job_id
+            self.s.next_job_id += len(specs)
+        jobs, scripts = [], []
+        for job_id, (spec, part, limit) in enumerate(checked, first):
+            jobs.append(Job(job_id=job_id, spec=spec, submit_time=now,
+                            eligible_time=spec.begin_time or now,
+                            priority=max(BASE_PRIORITY - job_id, 1), held=spec.hold,
+                            time_limit=limit, partition=part.name,
+                            reason=Reason.HELD_USER if spec.hold else Reason.NONE))
+            scripts.append((spec.script, spec.environment))
+            spec.script, spec.environment = "", {}  # kept in the database until launch
+        # Durable before anyone can see them: the scheduler only finds them after the commit,
+        # and the ids are handed out only then. Outside the state lock, so commits can group.
+        self.s.store.insert_jobs(jobs, scripts)
         with self.s.lock:
-            self.s.jobs[job_id] = job
-            self.s.touch(job)
+            for job in jobs:
+                self.s.jobs[job.job_id] = job
+                self.s.touch(job)
         self.s.changed.set()
-        return job_id
+        return [j.job_id for j in jobs]
 
     # ---- queries ------------------------------------------------------------------------------
     def find(self, flt: JobFilter) -> list[Job]:
+        ids = set(flt.job_ids)
         with self.s.lock:
-            jobs = [j for j in self.s.jobs.values() if flt.matches(j)]
-        missing = [i for i in flt.job_ids if i not in self.s.jobs]
-        if missing:
-            jobs += [j for j in self.s.store.load_finished(missing) if flt.matches(j)]
-        if flt.job_ids and not jobs:
-            raise NotFound("Invalid job id specified")
+            pool = [self.s.jobs[i] for i in sorted(ids) if i in self.s.jobs] if ids else self.s.jobs.values()
+            jobs = [j for j in pool if flt.matches(j, ids)]
+            missing = [i for i in sorted(ids) if i not in self.s.jobs]
+        if missing:  # finished and forgotten: accounting still has them
+            found = self.s.store.load_finished(missing)
+            if not found and len(missing) == len(ids):
+                raise NotFound("Invalid job id specified")  # none of the ids exists at all
+            jobs += [j for j in found if flt.matches(j, ids)]
         return jobs
 
     def _own(self, job: Job, caller: Caller) -> None:
@@ -285,9 +299,7 @@ class JobManager:
         self.s.hold_allocations(job)
 
     def _free_master_port(self, job: Job) -> int:
-        nodes = set(job.node_names)
-        used = {j.master_port for j in self.s.jobs.values()
-                if j.state == JobState.RUNNING and nodes & set(j.node_names)}
+        used = set().union(*(self.s.ports.get(n, ()) for n in job.node_names))
         for k in range(MASTER_PORT_RANGE):
             port = MASTER_PORT_BASE + (job.job_id + k) % MASTER_PORT_RANGE
             if port not in used:

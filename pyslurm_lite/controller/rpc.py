@@ -58,6 +58,11 @@ class ControllerServicer(controller_pb2_grpc.ControllerServicer):
         return pb.SubmitJobReply(job_id=self.jobs.submit(spec, _caller(context)))
 
     @rpc_method
+    def SubmitJobs(self, request, context):
+        specs = [wire.from_msg(m, JobSpec) for m in request.specs]
+        return pb.SubmitJobsReply(job_ids=self.jobs.submit_many(specs, _caller(context)))
+
+    @rpc_method
     def GetJobs(self, request, context):
         jobs = self.jobs.find(_filter(request.filter))
         reply = pb.GetJobsReply(now=self.s.clock())

@@ -29,6 +29,7 @@ class ClusterState:
         self.completing: set[int] = set()  # ended jobs whose processes are not yet confirmed gone
         self.nodes: dict[str, Node] = {n: Node(config=c) for n, c in cfg.nodes.items()}
         self.registered: set[str] = set()  # nodes registered with this controller instance
+        self.ports: dict[str, set[int]] = {}  # node -> MASTER_PORTs of the jobs holding it
         self.versions: dict[int, int] = {}  # job id -> change counter (RPC caches key on it)
         self._views: dict[int, JobView] = {}
         self.next_job_id = cfg.first_job_id
@@ -66,6 +67,7 @@ class ClusterState:
     # ---- node usage ---------------------------------------------------------------------------
     def _hold_allocations(self, job: Job) -> None:
         for a in job.allocations:
+            self.ports.setdefault(a.node, set()).add(job.master_port)
             node = self.nodes.get(a.node)
             if node is not None:
                 node.alloc_cpus += a.cpus
@@ -79,6 +81,7 @@ class ClusterState:
 
     def release_allocations(self, job: Job) -> None:
         for a in job.allocations:
+            self.ports.get(a.node, set()).discard(job.master_port)
             node = self.nodes.get(a.node)
             if node is None:
                 continue

@@ -127,11 +127,6 @@ def test_errors_name_file_and_line(text, line, words):
         config.parse(text, PATH)
     assert e.value.message.startswith(f"{PATH}:{line}: "), e.value.message
     assert words.lower() in e.value.message.lower()
-
-
-@pytest.mark.xfail(reason="BUG: a partition naming an undeclared node is reported without the "
-                          "line number ('slurm.conf: partition p names unknown nodes n2')",
-                   strict=True)
 def test_unknown_node_in_partition_names_file_and_line():
     with pytest.raises(ConfigError) as e:
         config.parse("NodeName=n1\n# gap\nPartitionName=p Nodes=n[1-2]\n", PATH)
@@ -143,11 +138,6 @@ def test_unknown_node_in_partition_is_an_error():
     with pytest.raises(ConfigError) as e:
         config.parse("NodeName=n1\nPartitionName=p Nodes=n[1-2]\n", PATH)
     assert PATH in e.value.message and "unknown" in e.value.message and "n2" in e.value.message
-
-
-@pytest.mark.xfail(reason="BUG: a Port= list shorter than the NodeName list raises IndexError "
-                          "(a traceback in every CLI) instead of a ConfigError naming file:line",
-                   strict=True)
 def test_port_list_length_mismatch_names_file_and_line():
     with pytest.raises(ConfigError) as e:
         config.parse("NodeName=n[1-3] Port=[7001-7002]\nPartitionName=p Nodes=ALL\n", PATH)

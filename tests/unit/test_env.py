@@ -1,5 +1,5 @@
-"""agent/env.py and agent/stepmgr.py's pure parts: Slurm's run-length counts, filename patterns,
-output paths, and the environment a batch script sees."""
+"""agent/env.py and agent/iopaths.py (the pure parts of launching a job): Slurm's run-length
+counts, filename patterns, output paths, and the environment a batch script sees."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from factories import model_job
 from pyslurm_lite import config
 from pyslurm_lite.agent.env import batch_environment, compress_counts, gpu_environment
-from pyslurm_lite.agent.stepmgr import expand_pattern, output_paths
+from pyslurm_lite.agent.iopaths import expand_pattern, output_paths
 
 
 @pytest.mark.parametrize("counts, text", [

@@ -226,10 +226,6 @@ def test_command_line_overrides_script(submit, argv, field, value):
     assert code == 0, err
     assert getattr(s, field) == value
     assert s.name == ("from-cli" if field == "name" else "from-script")  # the rest is kept
-
-
-@pytest.mark.xfail(reason="BUG: --gres is action=append, so a command-line --gres is appended to "
-                          "the script's #SBATCH --gres instead of replacing it", strict=True)
 def test_command_line_gres_replaces_script_gres(submit):
     code, _, err, s = submit("#!/bin/sh\n#SBATCH --gres=gpu:a100:1\ntrue\n", "--gres=gpu:2")
     assert code == 0, err

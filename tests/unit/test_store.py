@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
+import stat
+import threading
 
 import pytest
 import sqlalchemy as sa
@@ -22,6 +25,11 @@ def open_store(path):
     return Store(f"sqlite:///{path}")
 
 
+def insert(store, jobs_):
+    """Insert jobs with their script and environment, as the controller does at submit."""
+    store.insert_jobs(jobs_, [(j.spec.script, {"JOB": str(j.job_id)}) for j in jobs_])
+
+
 def jobs(*states):
     out = []
     for i, state in enumerate(states, start=1):
@@ -34,7 +42,7 @@ def jobs(*states):
 def test_jobs_persist_across_reopen(db):
     store = open_store(db)
     written = jobs(JobState.PENDING, JobState.RUNNING, JobState.COMPLETED)
-    store.insert_jobs(written)
+    insert(store, written)
     store.close()
 
     reopened = open_store(db)
@@ -46,7 +54,7 @@ def test_jobs_persist_across_reopen(db):
 def test_saved_changes_persist(db):
     store = open_store(db)
     job = jobs(JobState.RUNNING)[0]
-    store.insert_jobs([job])
+    insert(store, [job])
     job.state, job.reason, job.exit_code, job.end_time = JobState.FAILED, Reason.NON_ZERO_EXIT, 3, 9.5
     store.save_jobs([job])
     store.close()
@@ -57,8 +65,8 @@ def test_saved_changes_persist(db):
 
 def test_active_and_finished_queries(db):
     store = open_store(db)
-    store.insert_jobs(jobs(JobState.PENDING, JobState.COMPLETED, JobState.RUNNING,
-                           JobState.CANCELLED, JobState.COMPLETING))
+    insert(store, jobs(JobState.PENDING, JobState.COMPLETED, JobState.RUNNING,
+                       JobState.CANCELLED, JobState.COMPLETING))
     assert [j.job_id for j in store.load_jobs()] == [1, 3, 5]           # the restart scan
     assert [j.job_id for j in store.load_finished()] == [2, 4]
     assert [j.job_id for j in store.load_finished([4, 5, 99])] == [4]
@@ -67,10 +75,50 @@ def test_active_and_finished_queries(db):
 
 def test_duplicate_job_id_is_refused(db):
     store = open_store(db)
-    store.insert_jobs(jobs(JobState.PENDING))
+    insert(store, jobs(JobState.PENDING))
     with pytest.raises(sa.exc.IntegrityError):
-        store.insert_jobs(jobs(JobState.PENDING))
+        insert(store, jobs(JobState.PENDING))
     assert len(store.load_jobs(active_only=False)) == 1
+
+
+def test_scripts_and_environments_persist(db):
+    store = open_store(db)
+    a, b = jobs(JobState.PENDING, JobState.PENDING)
+    store.insert_jobs([a, b], [("#!/bin/sh\necho a\n", {"X": "1", "EMPTY": ""}),
+                               ("#!/bin/sh\necho b\n", {})])
+    store.close()
+    assert open_store(db).load_scripts([1, 2, 99]) == {
+        1: ("#!/bin/sh\necho a\n", {"X": "1", "EMPTY": ""}),
+        2: ("#!/bin/sh\necho b\n", {}),
+    }
+
+
+def test_concurrent_inserts_all_become_durable(db):
+    """Submissions from many RPC threads at once (they may share one transaction)."""
+    store = open_store(db)
+    errors = []
+
+    def submit(i):
+        try:
+            job = model_job(i)
+            store.insert_jobs([job], [(f"#!/bin/sh\necho {i}\n", {})])
+        except Exception as e:  # collected: an assert in a thread would pass silently
+            errors.append(e)
+    threads = [threading.Thread(target=submit, args=(i,)) for i in range(1, 41)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert errors == []
+    store.close()
+    reopened = open_store(db)
+    assert [j.job_id for j in reopened.load_jobs(active_only=False)] == list(range(1, 41))
+    assert reopened.load_scripts([17]) == {17: ("#!/bin/sh\necho 17\n", {})}
+
+
+def test_database_file_is_private(db):
+    open_store(db).close()
+    assert stat.S_IMODE(os.stat(db).st_mode) & 0o077 == 0
 
 
 def test_empty_store(db):
