@@ -144,6 +144,8 @@ class JobSpec:
     batch: bool = True
     submit_dir: str = ""
     array: str = ""
+    cpus_per_gpu: int = 0
+    mem_per_gpu: int = 0
 
     def gpus_needed_per_node(self) -> int:
         """GPUs this job needs on each of its nodes, from whichever flag set them."""
@@ -169,12 +171,16 @@ class JobSpec:
         return base + (1 if node_index < extra else 0)
 
     def cpus_on_node(self, node_index: int) -> int:
-        return max(self.tasks_on_node(node_index), 1) * self.cpus_per_task
+        by_tasks = max(self.tasks_on_node(node_index), 1) * self.cpus_per_task
+        return max(by_tasks, self.cpus_per_gpu * self.gpus_needed_per_node())
 
     def mem_on_node(self, node_index: int, default_per_cpu: int = 0, default_per_node: int = 0) -> int:
-        """MiB on one node: --mem, else --mem-per-cpu × CPUs, else the configured defaults."""
+        """MiB on one node: --mem, else --mem-per-gpu × GPUs, else --mem-per-cpu × CPUs, else
+        the configured defaults."""
         if self.mem_per_node:
             return self.mem_per_node
+        if self.mem_per_gpu and self.gpus_needed_per_node():
+            return self.mem_per_gpu * self.gpus_needed_per_node()
         per_cpu = self.mem_per_cpu or default_per_cpu
         if per_cpu:
             return per_cpu * self.cpus_on_node(node_index)
@@ -282,38 +288,6 @@ class Node:
     def name(self) -> str:
         return self.config.name
 
-    def display_state(self) -> str:
-        """scontrol's State= text: IDLE, MIXED, IDLE+DRAIN, DOWN+NOT_RESPONDING..."""
-        base = self.state.value
-        flags = []
-        if self.drain:
-            flags.append("DRAIN")
-        if not self.responding and self.state != NodeState.UNKNOWN:
-            flags.append("NOT_RESPONDING")
-        return "+".join([base] + flags)
-
-    def short_state(self) -> str:
-        """sinfo's state word: idle, mix, alloc, down, drain, drng, unk (with '*' when silent)."""
-        if self.drain:
-            word = "drng" if self.state in (NodeState.MIXED, NodeState.ALLOCATED) else "drain"
-            if self.state == NodeState.DOWN:
-                word = "down"
-        else:
-            word = {NodeState.IDLE: "idle", NodeState.MIXED: "mix", NodeState.ALLOCATED: "alloc",
-                    NodeState.DOWN: "down", NodeState.UNKNOWN: "unk"}[self.state]
-        if not self.responding and self.state != NodeState.UNKNOWN:
-            word += "*"
-        return word
-
-    def long_state(self) -> str:
-        """sinfo -l's state word."""
-        short = self.short_state()
-        star = short.endswith("*")
-        core = short.rstrip("*")
-        long = {"idle": "idle", "mix": "mixed", "alloc": "allocated", "down": "down",
-                "drain": "drained", "drng": "draining", "unk": "unknown"}[core]
-        return long + ("*" if star else "")
-
 
 @dataclass
 class Partition:
@@ -325,6 +299,18 @@ class Partition:
     max_nodes: int = UNLIMITED
     state: str = "UP"
     priority_tier: int = 1
+
+
+def parse_constraint(text: str) -> tuple[tuple[str, ...], ...]:
+    """--constraint: 'a&b|c' -> (('a', 'b'), ('c',)): a node qualifies when it has every feature
+    of at least one alternative. '()' and '[]' groupings are flattened to that form."""
+    cleaned = text.replace("(", "").replace(")", "").replace("[", "").replace("]", "")
+    alternatives = tuple(tuple(f for f in alt.split("&") if f) for alt in cleaned.split("|"))
+    return tuple(a for a in alternatives if a)
+
+
+def constraint_met(alternatives: tuple[tuple[str, ...], ...], features) -> bool:
+    return not alternatives or any(all(f in features for f in alt) for alt in alternatives)
 
 
 def replace(obj, **changes):

@@ -156,3 +156,24 @@ def parse_begin_time(text: str, now: float | None = None) -> float:
             when += timedelta(days=1)
         return when.timestamp()
     raise InvalidRequest(f"Invalid time specification: {text}")
+
+
+def parse_signal_name(name: str) -> int:
+    """'USR1', 'SIGUSR1' or '10' -> 10."""
+    import signal as _signal
+    text = name.strip().upper().removeprefix("SIG")
+    if text.isdigit() and 0 < int(text) < 65:
+        return int(text)
+    number = getattr(_signal, "SIG" + text, None)
+    if number is None:
+        raise InvalidRequest(f"Invalid signal specification: {name}")
+    return int(number)
+
+
+def parse_signal_spec(text: str) -> tuple[bool, int, int]:
+    """--signal=[{R|B}:]SIG[@SECONDS] -> (batch shell only, signal number, seconds before the end
+    of the time limit; Slurm's default is 60)."""
+    m = re.fullmatch(r"(?:([RB]+):)?([A-Za-z0-9]+)(?:@(\d+))?", text.strip())
+    if not m:
+        raise InvalidRequest(f"Invalid --signal specification: {text}")
+    return "B" in (m.group(1) or ""), parse_signal_name(m.group(2)), int(m.group(3) or 60)

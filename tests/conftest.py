@@ -73,6 +73,7 @@ class Cluster:
     dir: Path
     conf: Path
     env: dict[str, str]
+    shape: tuple = (NODES, CPUS, MEM_MB, GPUS)  # nodes, CPUs, MiB, GPUs per node
 
     def run(self, cmd, *, cwd=None, input: str | None = None, env: dict[str, str] | None = None,
             timeout: float = CLI_TIMEOUT) -> subprocess.CompletedProcess:
@@ -95,8 +96,9 @@ class Cluster:
         return int((self.dir / f"{daemon}.pid").read_text().split()[0])
 
     def up(self) -> subprocess.CompletedProcess:
-        return run_cmd([PYSLURM_LITE, "cluster", "up", "--nodes", NODES, "--cpus", CPUS,
-                        "--mem", MEM_MB, "--gpus", GPUS, "--dir", self.dir],
+        nodes, cpus, mem, gpus = self.shape
+        return run_cmd([PYSLURM_LITE, "cluster", "up", "--nodes", nodes, "--cpus", cpus,
+                        "--mem", mem, "--gpus", gpus, "--dir", self.dir],
                        cli_env(), timeout=UP_TIMEOUT)
 
     def down(self) -> subprocess.CompletedProcess:
@@ -135,11 +137,16 @@ def wait_final(cluster: Cluster, job_id: int, timeout: float = 60.0) -> str:
                 f"{cluster.log_tails()}")
 
 
-def start_cluster(directory: Path) -> Cluster:
+def start_cluster(directory: Path, shape: tuple = (NODES, CPUS, MEM_MB, GPUS),
+                  prepare=None) -> Cluster:
+    """Bring up a local cluster in directory; `prepare(directory)` may write slurm.conf and
+    gres.conf first (`cluster up` keeps an existing slurm.conf)."""
     if not os.access(PYSLURM_LITE, os.X_OK):
         pytest.fail(f"no pyslurm-lite console script next to {sys.executable}: "
                     f"install the project (pip install -e .) into this environment")
-    cluster = Cluster(dir=directory, conf=directory / "slurm.conf", env={})
+    cluster = Cluster(dir=directory, conf=directory / "slurm.conf", env={}, shape=shape)
+    if prepare is not None:
+        prepare(directory)
     cluster.env = cli_env(cluster.conf)
     for cmd in ("sbatch", "squeue", "scancel"):
         found = shutil.which(cmd, path=cluster.env["PATH"])

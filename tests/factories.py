@@ -6,7 +6,7 @@ Jobs, with defaults that describe the common case so each test row states only w
 
 from __future__ import annotations
 
-from pyslurm_lite.model import GresRequest, Job, JobSpec, JobState, NodeAllocation
+from pyslurm_lite.model import GresRequest, Job, JobSpec, JobState, NodeAllocation, parse_constraint
 from pyslurm_lite.sched import JobView, NodeView, PartitionView, Snapshot
 
 DEFAULT_PARTITION = "main"
@@ -15,7 +15,8 @@ DEFAULT_PARTITION = "main"
 def job(job_id: int, *, cpus: int = 1, mem: int = 100, nodes: int = 1, gpus: int = 0,
         gpu_type: str = "", priority: int | None = None, submit: float | None = None,
         partition: str = DEFAULT_PARTITION, exclusive: bool = False, begin: float = 0.0,
-        held: bool = False, held_by_admin: bool = False, features: tuple[str, ...] = ()) -> JobView:
+        held: bool = False, held_by_admin: bool = False, features: tuple[str, ...] = (),
+        constraint: str = "") -> JobView:
     """A pending job asking for `cpus`/`mem` (MiB)/`gpus` on each of `nodes` nodes.
 
     By default priority decreases and submit time increases with the job id, as in the
@@ -28,7 +29,8 @@ def job(job_id: int, *, cpus: int = 1, mem: int = 100, nodes: int = 1, gpus: int
         partition=partition, num_nodes=nodes,
         cpus_per_node=(cpus,) * nodes, mem_per_node=(mem,) * nodes,
         gpus_per_node=gpus, gpu_type=gpu_type, exclusive=exclusive, begin_time=begin,
-        held=held, held_by_admin=held_by_admin, features=tuple(features))
+        held=held, held_by_admin=held_by_admin,
+        features=parse_constraint(constraint) if constraint else ((tuple(features),) if features else ()))
 
 
 def node(name: str, *, cpus: int = 4, mem: int = 4000, gpus: int = 0,

@@ -26,7 +26,7 @@ _sym_db = _symbol_database.Default()
 from . import types_pb2 as pyslurm__lite_dot_v1_dot_types__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1bpyslurm_lite/v1/agent.proto\x12\x0fpyslurm_lite.v1\x1a\x1bpyslurm_lite/v1/types.proto\"\x12\n\x10\x41gentPingRequest\"L\n\x0e\x41gentPingReply\x12\x0c\n\x04node\x18\x01 \x01(\t\x12,\n\x07running\x18\x02 \x03(\x0b\x32\x1b.pyslurm_lite.v1.RunningJob\"]\n\x11LaunchJobsRequest\x12\"\n\x04jobs\x18\x01 \x03(\x0b\x32\x14.pyslurm_lite.v1.Job\x12\x10\n\x08instance\x18\x02 \x01(\t\x12\x12\n\nnode_addrs\x18\x03 \x03(\t\"#\n\x0fLaunchJobsReply\x12\x10\n\x08\x61\x63\x63\x65pted\x18\x01 \x03(\x03\"k\n\x11SignalJobsRequest\x12\x0f\n\x07job_ids\x18\x01 \x03(\x03\x12\x0e\n\x06signal\x18\x02 \x01(\x05\x12\x12\n\nbatch_only\x18\x03 \x01(\x08\x12\x11\n\tterminate\x18\x04 \x01(\x08\x12\x0e\n\x06reason\x18\x05 \x01(\t\"\"\n\x0fSignalJobsReply\x12\x0f\n\x07job_ids\x18\x01 \x03(\x03\x32\xfb\x01\n\x05\x41gent\x12J\n\x04Ping\x12!.pyslurm_lite.v1.AgentPingRequest\x1a\x1f.pyslurm_lite.v1.AgentPingReply\x12R\n\nLaunchJobs\x12\".pyslurm_lite.v1.LaunchJobsRequest\x1a .pyslurm_lite.v1.LaunchJobsReply\x12R\n\nSignalJobs\x12\".pyslurm_lite.v1.SignalJobsRequest\x1a .pyslurm_lite.v1.SignalJobsReplyb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1bpyslurm_lite/v1/agent.proto\x12\x0fpyslurm_lite.v1\x1a\x1bpyslurm_lite/v1/types.proto\"\x12\n\x10\x41gentPingRequest\"L\n\x0e\x41gentPingReply\x12\x0c\n\x04node\x18\x01 \x01(\t\x12,\n\x07running\x18\x02 \x03(\x0b\x32\x1b.pyslurm_lite.v1.RunningJob\"]\n\x11LaunchJobsRequest\x12\"\n\x04jobs\x18\x01 \x03(\x0b\x32\x14.pyslurm_lite.v1.Job\x12\x10\n\x08instance\x18\x02 \x01(\t\x12\x12\n\nnode_addrs\x18\x03 \x03(\t\"#\n\x0fLaunchJobsReply\x12\x10\n\x08\x61\x63\x63\x65pted\x18\x01 \x03(\x03\"\x7f\n\x11SignalJobsRequest\x12\x0f\n\x07job_ids\x18\x01 \x03(\x03\x12\x0e\n\x06signal\x18\x02 \x01(\x05\x12\x12\n\nbatch_only\x18\x03 \x01(\x08\x12\x11\n\tterminate\x18\x04 \x01(\x08\x12\x0e\n\x06reason\x18\x05 \x01(\t\x12\x12\n\nsteps_only\x18\x06 \x01(\x08\"\"\n\x0fSignalJobsReply\x12\x0f\n\x07job_ids\x18\x01 \x03(\x03\x32\xfb\x01\n\x05\x41gent\x12J\n\x04Ping\x12!.pyslurm_lite.v1.AgentPingRequest\x1a\x1f.pyslurm_lite.v1.AgentPingReply\x12R\n\nLaunchJobs\x12\".pyslurm_lite.v1.LaunchJobsRequest\x1a .pyslurm_lite.v1.LaunchJobsReply\x12R\n\nSignalJobs\x12\".pyslurm_lite.v1.SignalJobsRequest\x1a .pyslurm_lite.v1.SignalJobsReplyb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -42,9 +42,9 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_LAUNCHJOBSREPLY']._serialized_start=270
   _globals['_LAUNCHJOBSREPLY']._serialized_end=305
   _globals['_SIGNALJOBSREQUEST']._serialized_start=307
-  _globals['_SIGNALJOBSREQUEST']._serialized_end=414
-  _globals['_SIGNALJOBSREPLY']._serialized_start=416
-  _globals['_SIGNALJOBSREPLY']._serialized_end=450
-  _globals['_AGENT']._serialized_start=453
-  _globals['_AGENT']._serialized_end=704
+  _globals['_SIGNALJOBSREQUEST']._serialized_end=434
+  _globals['_SIGNALJOBSREPLY']._serialized_start=436
+  _globals['_SIGNALJOBSREPLY']._serialized_end=470
+  _globals['_AGENT']._serialized_start=473
+  _globals['_AGENT']._serialized_end=724
 # @@protoc_insertion_point(module_scope)

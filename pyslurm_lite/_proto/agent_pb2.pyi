@@ -36,18 +36,20 @@ class LaunchJobsReply(_message.Message):
     def __init__(self, accepted: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class SignalJobsRequest(_message.Message):
-    __slots__ = ("job_ids", "signal", "batch_only", "terminate", "reason")
+    __slots__ = ("job_ids", "signal", "batch_only", "terminate", "reason", "steps_only")
     JOB_IDS_FIELD_NUMBER: _ClassVar[int]
     SIGNAL_FIELD_NUMBER: _ClassVar[int]
     BATCH_ONLY_FIELD_NUMBER: _ClassVar[int]
     TERMINATE_FIELD_NUMBER: _ClassVar[int]
     REASON_FIELD_NUMBER: _ClassVar[int]
+    STEPS_ONLY_FIELD_NUMBER: _ClassVar[int]
     job_ids: _containers.RepeatedScalarFieldContainer[int]
     signal: int
     batch_only: bool
     terminate: bool
     reason: str
-    def __init__(self, job_ids: _Optional[_Iterable[int]] = ..., signal: _Optional[int] = ..., batch_only: _Optional[bool] = ..., terminate: _Optional[bool] = ..., reason: _Optional[str] = ...) -> None: ...
+    steps_only: bool
+    def __init__(self, job_ids: _Optional[_Iterable[int]] = ..., signal: _Optional[int] = ..., batch_only: _Optional[bool] = ..., terminate: _Optional[bool] = ..., reason: _Optional[str] = ..., steps_only: _Optional[bool] = ...) -> None: ...
 
 class SignalJobsReply(_message.Message):
     __slots__ = ("job_ids",)

@@ -56,7 +56,18 @@ class Tracker:
         pass
 
     def pids(self, job_key: str, leader: int = 0) -> list[int]:
-        return [leader] if leader else []
+        """The processes still in the leader's process group (what pgid tracking can see)."""
+        if not leader:
+            return []
+        found = []
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                try:
+                    if os.getpgid(int(entry)) == leader:
+                        found.append(int(entry))
+                except OSError:
+                    pass
+        return sorted(found)
 
     def signal(self, job_key: str, signo: int, leader: int) -> None:
         try:
@@ -78,16 +89,25 @@ class Tracker:
 
 
 def _write(path: str, value: str) -> None:
-    with open(path, "w") as f:
-        f.write(value)
+    # os-level calls: cgroup files are written several times per job, on the launch path
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        os.write(fd, value.encode())
+    finally:
+        os.close(fd)
 
 
 def _read(path: str, default: str = "") -> str:
     try:
-        with open(path) as f:
-            return f.read()
+        fd = os.open(path, os.O_RDONLY)
     except OSError:
         return default
+    try:
+        return os.read(fd, 1 << 20).decode()
+    except OSError:
+        return default
+    finally:
+        os.close(fd)
 
 
 def _own_cgroup(controller: str | None) -> str:
@@ -99,11 +119,22 @@ def _own_cgroup(controller: str | None) -> str:
     return "/"
 
 
-class CgroupV1(Tracker):
+class _CgroupTracker(Tracker):
+    """What both cgroup versions share: a signal reaches every process in the job's cgroups."""
+
+    def signal(self, job_key: str, signo: int, leader: int) -> None:
+        for pid in self.pids(job_key):
+            try:
+                os.kill(pid, signo)
+            except ProcessLookupError:
+                pass
+
+
+class CgroupV1(_CgroupTracker):
     """v1: memory (limit, OOM, the list of processes) and freezer (kills) for every job; cpuset
     only when the job is pinned and devices only when something is to be hidden, because each
-    controller costs a mkdir, writes and an rmdir per job. The batch script lives in the job's
-    own cgroup; srun steps get sub-cgroups."""
+    controller costs a mkdir, writes and an rmdir per job and step. Limits are set on the job's
+    cgroup; each step (the batch script is step 'batch') is a child of it."""
 
     name = "proctrack/cgroup (v1)"
     ALWAYS = ("memory", "freezer")
@@ -161,10 +192,8 @@ class CgroupV1(Tracker):
                     _write(os.path.join(d, f), _read(os.path.join(parent, f)).strip())
 
     def add(self, job_key: str, pid: int, step: str = "batch") -> None:
-        key = job_key if step == "batch" else f"{job_key}/step_{step}"
-        for ctl, path in self._dirs(key).items():
-            if key != job_key:
-                self._mkdirs(ctl, path)
+        for ctl, path in self._dirs(f"{job_key}/step_{step}").items():
+            self._mkdirs(ctl, path)
             _write(os.path.join(path, "cgroup.procs"), str(pid))
 
     def pids(self, job_key: str, leader: int = 0) -> list[int]:
@@ -177,13 +206,6 @@ class CgroupV1(Tracker):
                 procs |= {int(p) for p in _read(os.path.join(sub, "cgroup.procs")).split()}
             break
         return sorted(procs)
-
-    def signal(self, job_key: str, signo: int, leader: int) -> None:
-        for pid in self.pids(job_key):
-            try:
-                os.kill(pid, signo)
-            except ProcessLookupError:
-                pass
 
     def kill_all(self, job_key: str, leader: int) -> None:
         """SIGKILL everything in the job's cgroup, frozen first so nothing can fork meanwhile."""
@@ -226,7 +248,7 @@ class CgroupV1(Tracker):
         return []
 
 
-class CgroupV2(Tracker):
+class CgroupV2(_CgroupTracker):
     name = "proctrack/cgroup (v2)"
 
     def __init__(self, node: str, mount: str):
@@ -275,13 +297,6 @@ class CgroupV2(Tracker):
         for sub in _subdirs(path):
             procs |= {int(p) for p in _read(os.path.join(sub, "cgroup.procs")).split()}
         return sorted(procs)
-
-    def signal(self, job_key: str, signo: int, leader: int) -> None:
-        for pid in self.pids(job_key):
-            try:
-                os.kill(pid, signo)
-            except ProcessLookupError:
-                pass
 
     def kill_all(self, job_key: str, leader: int) -> None:
         kill_file = os.path.join(self._dir(job_key), "cgroup.kill")

@@ -35,5 +35,5 @@ class AgentServicer(agent_pb2_grpc.AgentServicer):
         if request.terminate:
             done = self.steps.terminate(ids, request.reason)
         else:
-            done = self.steps.signal(ids, request.signal, request.batch_only)
+            done = self.steps.signal(ids, request.signal, request.batch_only, request.steps_only)
         return pb.SignalJobsReply(job_ids=done)

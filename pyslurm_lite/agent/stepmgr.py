@@ -110,12 +110,15 @@ class StepManager:
         jdir = self._job_dir(job)
         os.makedirs(jdir, mode=0o700, exist_ok=True)
         script = os.path.join(jdir, "slurm_script")
-        with open(script, "w", encoding="utf-8") as f:
-            f.write(job.spec.script)
-        os.chmod(script, 0o700)
+        fd = os.open(script, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o700)
+        try:
+            if as_root:
+                os.fchown(fd, job.spec.uid, job.spec.gid)
+            os.write(fd, job.spec.script.encode())
+        finally:
+            os.close(fd)
         if as_root:
             os.chown(jdir, job.spec.uid, job.spec.gid)
-            os.chown(script, job.spec.uid, job.spec.gid)
         return script
 
     def _limits(self, job: Job) -> tuple[Limits, bool]:
@@ -164,8 +167,10 @@ class StepManager:
             self.tracker.remove(key)
             raise
         os.close(gate_w)  # the shim's read returns: the job starts
-        with open(os.path.join(self._job_dir(job), "pid"), "w") as f:
-            f.write(f"{proc.pid} {job.restart_count}\n")
+        if self.tracker.name == "proctrack/pgid":
+            # without cgroups, the pid file is the only record of what runs here
+            with open(os.path.join(self._job_dir(job), "pid"), "w") as f:
+                f.write(f"{proc.pid} {job.restart_count}\n")
         return Running(job=job, proc=proc, pidfd=os.pidfd_open(proc.pid))
 
     @staticmethod
@@ -218,19 +223,25 @@ class StepManager:
             pass
 
     # ---- signals ------------------------------------------------------------------------------
-    def signal(self, job_ids: list[int], signo: int, batch_only: bool) -> list[int]:
-        """scancel --signal: the batch shell alone (--batch), or every process of the job."""
+    def signal(self, job_ids: list[int], signo: int, batch_only: bool, steps_only: bool = False
+               ) -> list[int]:
+        """scancel --signal: the batch shell alone (--batch), every process of the job, or
+        (--signal without B:) every process but the batch shell."""
         done = []
         with self.lock:
             runs = [self.running[j] for j in job_ids if j in self.running]
         for run in runs:
+            leader = run.proc.pid
             if batch_only:
-                try:
-                    os.kill(run.proc.pid, signo)
-                except ProcessLookupError:
-                    continue
+                targets = [leader]
             else:
-                self.tracker.signal(job_key(run.job.job_id), signo, run.proc.pid)
+                targets = [p for p in self.tracker.pids(job_key(run.job.job_id), leader)
+                           if not (steps_only and p == leader)]
+            for pid in targets:
+                try:
+                    os.kill(pid, signo)
+                except ProcessLookupError:
+                    pass
             done.append(run.job.job_id)
         return done
 

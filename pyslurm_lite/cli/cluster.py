@@ -139,12 +139,19 @@ def down(directory: str, echo=print) -> None:
     _, alive = psutil.wait_procs([psutil.Process(p) for p in pids if psutil.pid_exists(p)], timeout=5)
     for proc in alive:
         proc.kill()
-    _kill_leftover_jobs(directory)
+    _kill_leftover_jobs(directory, config_mod.load(conf))
     echo(f"stopped {len(pids)} daemon(s)")
 
 
-def _kill_leftover_jobs(directory: str) -> None:
-    """Jobs outlive their agent by design (an agent restart must not kill them); `down` must."""
+def _kill_leftover_jobs(directory: str, cfg) -> None:
+    """Jobs outlive their agent by design (an agent restart must not kill them); `down` must:
+    everything in the nodes' job cgroups, and the process groups recorded without cgroups."""
+    from ..agent.cgroup import make_tracker
+    for node in cfg.nodes:
+        tracker = make_tracker("proctrack/auto", node)
+        for key in tracker.existing():
+            tracker.kill_all(key, 0)
+            tracker.remove(key)
     for pid_file in glob.glob(os.path.join(directory, "state", "agent-*", "job*", "pid")):
         try:
             pid = int(open(pid_file).read().split()[0])

@@ -164,7 +164,7 @@ def export_environment(export: str, environ: dict[str, str]) -> tuple[str, dict[
 
 
 def spec_from_args(ns, script: str, cwd: str) -> JobSpec:
-    from ..units import parse_begin_time, parse_memory, parse_time_limit
+    from ..units import parse_begin_time, parse_memory, parse_signal_spec, parse_time_limit
     spec = JobSpec(script=script, submit_dir=cwd, submit_host=socket.gethostname())
     spec.work_dir = os.path.abspath(os.path.join(cwd, ns.chdir)) if ns.chdir else cwd
     spec.name = ns.name or (os.path.basename(ns.script) if ns.script else ("wrap" if ns.wrap else "sbatch"))
@@ -210,7 +210,13 @@ def spec_from_args(ns, script: str, cwd: str) -> JobSpec:
     spec.requeue = not ns.no_requeue
     spec.nice = ns.nice or 0
     spec.nodelist, spec.exclude = ns.nodelist or "", ns.exclude or ""
+    if ns.signal:
+        parse_signal_spec(ns.signal)  # refused now rather than ignored at the time limit
     spec.signal = ns.signal or ""
+    if ns.cpus_per_gpu:
+        spec.cpus_per_gpu = ns.cpus_per_gpu
+    if ns.mem_per_gpu:
+        spec.mem_per_gpu = parse_memory(ns.mem_per_gpu)
     if ns.array:
         spec.array = parse_array(ns.array)
     if ns.dependency:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import signal as _signal
 import sys
 
 from .common import SlurmArgParser, fail, run, split_list
@@ -11,12 +10,11 @@ PROG = "scancel"
 
 
 def parse_signal(name: str) -> int:
-    name = name.upper().removeprefix("SIG")
-    if name.isdigit():
-        return int(name)
+    from ..errors import InvalidRequest
+    from ..units import parse_signal_name
     try:
-        return int(getattr(_signal, "SIG" + name))
-    except AttributeError:
+        return parse_signal_name(name)
+    except InvalidRequest:
         fail(PROG, f"Invalid job signal: {name}")
 
 

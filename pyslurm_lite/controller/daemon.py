@@ -57,6 +57,7 @@ class Controller:
         return len(plan.starts)
 
     def monitor_once(self, now: float) -> None:
+        self.dispatch.send(self.jobs.signal_warnings(now))
         self.dispatch.send(self.jobs.time_limits(now))
         self.dispatch.send(self.nodes.monitor(now))
         with self.state.lock:

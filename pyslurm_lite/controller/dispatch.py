@@ -70,7 +70,7 @@ class Dispatcher:
     def _signal(self, sig: Signal) -> None:
         req = agent_pb2.SignalJobsRequest(job_ids=sig.job_ids, signal=sig.signal,
                                           batch_only=sig.batch_only, terminate=sig.terminate,
-                                          reason=sig.reason)
+                                          reason=sig.reason, steps_only=sig.steps_only)
         try:
             self._stub(sig.node).SignalJobs(req, timeout=10.0, metadata=daemon_metadata(self.key))
         except grpc.RpcError as e:

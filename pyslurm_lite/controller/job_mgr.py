@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from ..errors import InvalidRequest, NotFound, PermissionDenied, StaleState
 from ..model import Job, JobSpec, JobState, NodeAllocation, Reason
 from ..sched import Plan
+from ..units import parse_signal_spec
 from .state import ClusterState
 from .validate import validate_spec
 
@@ -38,6 +39,7 @@ class Signal:
     terminate: bool = False
     batch_only: bool = False
     reason: str = ""
+    steps_only: bool = False
 
 
 @dataclass
@@ -334,6 +336,25 @@ class JobManager:
                 job.allocations = []
             return job
         return None
+
+    def signal_warnings(self, now: float) -> Effects:
+        """--signal=[B:]SIG@SECONDS: warn a running job that many seconds before its time limit,
+        once per run: the batch shell alone with B:, else every process but the batch shell
+        (Slurm signals the steps, so a shell without a trap is not killed by the warning)."""
+        effects = Effects()
+        with self.s.lock:
+            for job in self.s.jobs.values():
+                if job.state != JobState.RUNNING or not job.spec.signal or job.time_limit <= 0:
+                    continue
+                key = (job.job_id, job.restart_count)
+                batch, signo, before = parse_signal_spec(job.spec.signal)
+                if key in self.s.warned or now < job.start_time + job.time_limit * 60 - before:
+                    continue
+                self.s.warned.add(key)
+                nodes = job.node_names[:1] if batch else job.node_names
+                effects.signals += [Signal(n, [job.job_id], signo, batch_only=batch,
+                                           steps_only=not batch) for n in nodes]
+        return effects
 
     def time_limits(self, now: float) -> Effects:
         """End RUNNING jobs past their time limit with TIMEOUT (SIGTERM, SIGKILL after KillWait)."""

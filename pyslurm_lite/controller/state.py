@@ -11,7 +11,7 @@ import threading
 import uuid
 
 from ..config import Config
-from ..model import Job, JobState, Node, NodeAllocation, NodeState, GpuDevice
+from ..model import GpuDevice, Job, JobState, Node, NodeAllocation, NodeState, parse_constraint
 from ..sched import JobView, NodeView, PartitionView, Snapshot
 from .store import Store
 
@@ -30,6 +30,7 @@ class ClusterState:
         self.nodes: dict[str, Node] = {n: Node(config=c) for n, c in cfg.nodes.items()}
         self.registered: set[str] = set()  # nodes registered with this controller instance
         self.ports: dict[str, set[int]] = {}  # node -> MASTER_PORTs of the jobs holding it
+        self.warned: set[tuple[int, int]] = set()  # (job, restart count) given its --signal
         self.versions: dict[int, int] = {}  # job id -> change counter (RPC caches key on it)
         self._views: dict[int, JobView] = {}
         self.next_job_id = cfg.first_job_id
@@ -126,7 +127,7 @@ class ClusterState:
                 gpus_per_node=spec.gpus_needed_per_node(), gpu_type=spec.gpu_type_wanted(),
                 exclusive=spec.exclusive, begin_time=max(spec.begin_time, job.eligible_time),
                 held=job.held, held_by_admin=job.held_by_admin,
-                features=tuple(f for f in spec.constraint.replace("|", "&").split("&") if f),
+                features=parse_constraint(spec.constraint),
                 time_limit=job.time_limit)
             self._views[job.job_id] = view
         return view

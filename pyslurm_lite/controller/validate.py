@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ..config import Config, expand
 from ..errors import InvalidRequest, NotFound, Unsatisfiable
-from ..model import UNLIMITED, JobSpec, NodeConfig, Partition
+from ..model import UNLIMITED, JobSpec, NodeConfig, Partition, constraint_met, parse_constraint
 
 NODE_CONFIG_UNAVAILABLE = "Requested node configuration is not available"
 
@@ -41,14 +41,10 @@ def node_can_hold(node: NodeConfig, spec: JobSpec, index: int, cfg: Config) -> b
     gpus_needed = spec.gpus_needed_per_node()
     gpu_type = spec.gpu_type_wanted()
     gpus = sum(g.count for g in node.gres if g.name == "gpu" and (not gpu_type or g.type == gpu_type))
-    features_ok = all(f in node.features for f in _features(spec.constraint))
+    features_ok = constraint_met(parse_constraint(spec.constraint), node.features)
     return (node.cpus >= spec.cpus_on_node(index)
             and node.real_memory >= spec.mem_on_node(index, cfg.def_mem_per_cpu, 0)
             and gpus >= gpus_needed and features_ok)
-
-
-def _features(constraint: str) -> list[str]:
-    return [f for f in constraint.replace("|", "&").split("&") if f]
 
 
 def validate_spec(cfg: Config, spec: JobSpec) -> tuple[Partition, int]:
@@ -67,6 +63,11 @@ def validate_spec(cfg: Config, spec: JobSpec) -> tuple[Partition, int]:
         if unknown:
             raise InvalidRequest("Invalid node name specified")
         nodes = [n for n in nodes if n.name in wanted]
+    wanted = parse_constraint(spec.constraint)
+    if wanted and not any(constraint_met(wanted, n.features) for n in nodes):
+        raise InvalidRequest("Invalid feature specification")
+    if spec.exclusive and spec.num_nodes > len(nodes):
+        raise Unsatisfiable("Node count specification invalid")
     if spec.num_nodes > len(nodes):
         raise Unsatisfiable("Node count specification invalid")
     if part.max_nodes != UNLIMITED and spec.num_nodes > part.max_nodes:

@@ -9,7 +9,7 @@ Nodes are tried in (weight, name) order so placements are deterministic.
 
 from __future__ import annotations
 
-from ..model import NodeAllocation
+from ..model import NodeAllocation, constraint_met
 from .snapshot import JobView, NodeView
 
 
@@ -57,7 +57,7 @@ def capable(node: NodeView, job: JobView, index: int = 0) -> bool:
     typed = [i for i, t in node.gpus if not job.gpu_type or t == job.gpu_type]
     return (node.cpus >= job.cpus_per_node[index] and node.mem >= job.mem_per_node[index]
             and len(typed) >= job.gpus_per_node
-            and all(f in node.features for f in job.features))
+            and constraint_met(job.features, node.features))
 
 
 def select_nodes(job: JobView, candidates: list[FreeNode]) -> list[NodeAllocation] | None:
@@ -67,7 +67,7 @@ def select_nodes(job: JobView, candidates: list[FreeNode]) -> list[NodeAllocatio
         if len(chosen) == job.num_nodes:
             break
         if node.view.available and node.fits(job, len(chosen)) and \
-                all(f in node.view.features for f in job.features):
+                constraint_met(job.features, node.view.features):
             chosen.append(node)
     if len(chosen) < job.num_nodes:
         return None

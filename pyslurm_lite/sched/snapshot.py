@@ -26,7 +26,7 @@ class JobView:
     begin_time: float = 0.0
     held: bool = False
     held_by_admin: bool = False
-    features: tuple[str, ...] = ()
+    features: tuple[tuple[str, ...], ...] = ()  # --constraint as alternatives of required features
     time_limit: int = -1  # minutes, -1 unlimited
 
 

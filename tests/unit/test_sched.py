@@ -166,6 +166,12 @@ CASES = [
         snapshot([job(1, features=("ib",))], [node("n1"), node("n2", features=("ib", "nvme"))]),
         {1: [("n2", 1, 100, [])]}, {}, id="features"),
     pytest.param(
+        snapshot([job(1, constraint="ib&nvme")], [node("n1", features=("ib",)), node("n2", features=("ib", "nvme"))]),
+        {1: [("n2", 1, 100, [])]}, {}, id="constraint-and"),
+    pytest.param(
+        snapshot([job(1, constraint="a100|h200")], [node("n1", features=("t4",)), node("n2", features=("h200",))]),
+        {1: [("n2", 1, 100, [])]}, {}, id="constraint-or"),
+    pytest.param(
         snapshot([job(1)], [node("n1", available=False), node("n2")]),
         {1: [("n2", 1, 100, [])]}, {}, id="skip-unavailable-node"),
     # ---- several jobs sharing nodes in one pass: resources are consumed as the plan grows -------
