@@ -198,6 +198,25 @@ class NodeAllocation:
 
 
 @dataclass
+class Step:
+    """A job step: tasks launched in the job's allocation by srun (the batch script is 'batch')."""
+
+    step_id: int
+    name: str = ""
+    state: JobState = JobState.RUNNING
+    nodes: list[str] = field(default_factory=list)
+    num_tasks: int = 1
+    tasks_per_node: list[int] = field(default_factory=list)
+    cpus_per_task: int = 1
+    start_time: float = 0.0
+    end_time: float = 0.0
+    exit_code: int = 0
+    exit_signal: int = 0
+    exclusive: bool = False
+    cpus_per_node: list[int] = field(default_factory=list)
+
+
+@dataclass
 class Job:
     job_id: int
     spec: JobSpec
@@ -218,6 +237,8 @@ class Job:
     partition: str = ""
     master_port: int = 0
     batch_host: str = ""
+    steps: list[Step] = field(default_factory=list)
+    next_step_id: int = 0
 
     @property
     def node_names(self) -> list[str]:

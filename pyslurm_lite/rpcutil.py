@@ -162,3 +162,28 @@ class AuthInterceptor(grpc.ServerInterceptor):
                 log.warning("refused %s: bad or missing cluster key token", details.method)
                 return self._deny
         return continuation(details)
+
+
+# ---- launch credentials ---------------------------------------------------------------------
+CREDENTIAL_LIFETIME = 600  # seconds an srun has to reach the agents with its step credential
+
+
+def _launch_claim(job_id: int, step_id: int, uid: int, nodes) -> str:
+    return f"{job_id}:{step_id}:{uid}:{','.join(nodes)}"
+
+
+def sign_launch(key: bytes, job_id: int, step_id: int, uid: int, nodes, now: float | None = None) -> str:
+    """The controller's word that uid may launch step job_id.step_id on these nodes, for a while."""
+    expiry = str(int((now or time.time()) + CREDENTIAL_LIFETIME))
+    claim = _launch_claim(job_id, step_id, uid, nodes)
+    return f"{expiry}.{_sign(key, expiry + ':' + claim)}"
+
+
+def launch_allowed(key: bytes, credential: str, job_id: int, step_id: int, uid: int, nodes,
+                   node: str, now: float | None = None) -> bool:
+    """Does the credential cover launching this step, as this uid, on this node, now?"""
+    expiry, _, mac = credential.partition(".")
+    if not expiry.isdigit() or int(expiry) < (now or time.time()) or node not in nodes:
+        return False
+    claim = _launch_claim(job_id, step_id, uid, nodes)
+    return hmac.compare_digest(mac, _sign(key, expiry + ":" + claim))

@@ -7,6 +7,87 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
+class StepLaunch(_message.Message):
+    __slots__ = ("job", "step_id", "argv", "env", "cwd", "uid", "gid", "groups", "task_ids", "node_id", "credential", "step_nodes", "step_tasks_per_node", "node_addrs", "std_out", "std_err", "stdin_to_all", "cpus_per_task", "user")
+    class EnvEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    JOB_FIELD_NUMBER: _ClassVar[int]
+    STEP_ID_FIELD_NUMBER: _ClassVar[int]
+    ARGV_FIELD_NUMBER: _ClassVar[int]
+    ENV_FIELD_NUMBER: _ClassVar[int]
+    CWD_FIELD_NUMBER: _ClassVar[int]
+    UID_FIELD_NUMBER: _ClassVar[int]
+    GID_FIELD_NUMBER: _ClassVar[int]
+    GROUPS_FIELD_NUMBER: _ClassVar[int]
+    TASK_IDS_FIELD_NUMBER: _ClassVar[int]
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    CREDENTIAL_FIELD_NUMBER: _ClassVar[int]
+    STEP_NODES_FIELD_NUMBER: _ClassVar[int]
+    STEP_TASKS_PER_NODE_FIELD_NUMBER: _ClassVar[int]
+    NODE_ADDRS_FIELD_NUMBER: _ClassVar[int]
+    STD_OUT_FIELD_NUMBER: _ClassVar[int]
+    STD_ERR_FIELD_NUMBER: _ClassVar[int]
+    STDIN_TO_ALL_FIELD_NUMBER: _ClassVar[int]
+    CPUS_PER_TASK_FIELD_NUMBER: _ClassVar[int]
+    USER_FIELD_NUMBER: _ClassVar[int]
+    job: _types_pb2.Job
+    step_id: int
+    argv: _containers.RepeatedScalarFieldContainer[str]
+    env: _containers.ScalarMap[str, str]
+    cwd: str
+    uid: int
+    gid: int
+    groups: _containers.RepeatedScalarFieldContainer[int]
+    task_ids: _containers.RepeatedScalarFieldContainer[int]
+    node_id: int
+    credential: str
+    step_nodes: _containers.RepeatedScalarFieldContainer[str]
+    step_tasks_per_node: _containers.RepeatedScalarFieldContainer[int]
+    node_addrs: _containers.RepeatedScalarFieldContainer[str]
+    std_out: str
+    std_err: str
+    stdin_to_all: bool
+    cpus_per_task: int
+    user: str
+    def __init__(self, job: _Optional[_Union[_types_pb2.Job, _Mapping]] = ..., step_id: _Optional[int] = ..., argv: _Optional[_Iterable[str]] = ..., env: _Optional[_Mapping[str, str]] = ..., cwd: _Optional[str] = ..., uid: _Optional[int] = ..., gid: _Optional[int] = ..., groups: _Optional[_Iterable[int]] = ..., task_ids: _Optional[_Iterable[int]] = ..., node_id: _Optional[int] = ..., credential: _Optional[str] = ..., step_nodes: _Optional[_Iterable[str]] = ..., step_tasks_per_node: _Optional[_Iterable[int]] = ..., node_addrs: _Optional[_Iterable[str]] = ..., std_out: _Optional[str] = ..., std_err: _Optional[str] = ..., stdin_to_all: _Optional[bool] = ..., cpus_per_task: _Optional[int] = ..., user: _Optional[str] = ...) -> None: ...
+
+class StepInput(_message.Message):
+    __slots__ = ("launch", "stdin", "stdin_eof", "signal")
+    LAUNCH_FIELD_NUMBER: _ClassVar[int]
+    STDIN_FIELD_NUMBER: _ClassVar[int]
+    STDIN_EOF_FIELD_NUMBER: _ClassVar[int]
+    SIGNAL_FIELD_NUMBER: _ClassVar[int]
+    launch: StepLaunch
+    stdin: bytes
+    stdin_eof: bool
+    signal: int
+    def __init__(self, launch: _Optional[_Union[StepLaunch, _Mapping]] = ..., stdin: _Optional[bytes] = ..., stdin_eof: _Optional[bool] = ..., signal: _Optional[int] = ...) -> None: ...
+
+class StepOutput(_message.Message):
+    __slots__ = ("task_id", "stream", "data", "exited", "exit_code", "exit_signal", "error", "started")
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    STREAM_FIELD_NUMBER: _ClassVar[int]
+    DATA_FIELD_NUMBER: _ClassVar[int]
+    EXITED_FIELD_NUMBER: _ClassVar[int]
+    EXIT_CODE_FIELD_NUMBER: _ClassVar[int]
+    EXIT_SIGNAL_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    STARTED_FIELD_NUMBER: _ClassVar[int]
+    task_id: int
+    stream: int
+    data: bytes
+    exited: bool
+    exit_code: int
+    exit_signal: int
+    error: str
+    started: bool
+    def __init__(self, task_id: _Optional[int] = ..., stream: _Optional[int] = ..., data: _Optional[bytes] = ..., exited: _Optional[bool] = ..., exit_code: _Optional[int] = ..., exit_signal: _Optional[int] = ..., error: _Optional[str] = ..., started: _Optional[bool] = ...) -> None: ...
+
 class AgentPingRequest(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...

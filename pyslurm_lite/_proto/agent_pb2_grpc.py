@@ -50,6 +50,11 @@ class AgentStub:
                 request_serializer=pyslurm__lite_dot_v1_dot_agent__pb2.SignalJobsRequest.SerializeToString,
                 response_deserializer=pyslurm__lite_dot_v1_dot_agent__pb2.SignalJobsReply.FromString,
                 _registered_method=True)
+        self.LaunchStep = channel.stream_stream(
+                '/pyslurm_lite.v1.Agent/LaunchStep',
+                request_serializer=pyslurm__lite_dot_v1_dot_agent__pb2.StepInput.SerializeToString,
+                response_deserializer=pyslurm__lite_dot_v1_dot_agent__pb2.StepOutput.FromString,
+                _registered_method=True)
 
 
 class AgentServicer:
@@ -73,6 +78,14 @@ class AgentServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def LaunchStep(self, request_iterator, context):
+        """srun's connection to one node of a step: launch, then stdin and signals in; output and
+        task exits out. Closing it kills the step's tasks on this node.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AgentServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -90,6 +103,11 @@ def add_AgentServicer_to_server(servicer, server):
                     servicer.SignalJobs,
                     request_deserializer=pyslurm__lite_dot_v1_dot_agent__pb2.SignalJobsRequest.FromString,
                     response_serializer=pyslurm__lite_dot_v1_dot_agent__pb2.SignalJobsReply.SerializeToString,
+            ),
+            'LaunchStep': grpc.stream_stream_rpc_method_handler(
+                    servicer.LaunchStep,
+                    request_deserializer=pyslurm__lite_dot_v1_dot_agent__pb2.StepInput.FromString,
+                    response_serializer=pyslurm__lite_dot_v1_dot_agent__pb2.StepOutput.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -173,6 +191,33 @@ class Agent:
             '/pyslurm_lite.v1.Agent/SignalJobs',
             pyslurm__lite_dot_v1_dot_agent__pb2.SignalJobsRequest.SerializeToString,
             pyslurm__lite_dot_v1_dot_agent__pb2.SignalJobsReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def LaunchStep(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/pyslurm_lite.v1.Agent/LaunchStep',
+            pyslurm__lite_dot_v1_dot_agent__pb2.StepInput.SerializeToString,
+            pyslurm__lite_dot_v1_dot_agent__pb2.StepOutput.FromString,
             options,
             channel_credentials,
             insecure,

@@ -226,3 +226,79 @@ class ReportJobEventsReply(_message.Message):
     REREGISTER_FIELD_NUMBER: _ClassVar[int]
     reregister: bool
     def __init__(self, reregister: _Optional[bool] = ...) -> None: ...
+
+class CreateStepRequest(_message.Message):
+    __slots__ = ("job_id", "name", "num_nodes", "num_tasks", "ntasks_per_node", "cpus_per_task", "exclusive", "overlap", "nodelist")
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    NUM_NODES_FIELD_NUMBER: _ClassVar[int]
+    NUM_TASKS_FIELD_NUMBER: _ClassVar[int]
+    NTASKS_PER_NODE_FIELD_NUMBER: _ClassVar[int]
+    CPUS_PER_TASK_FIELD_NUMBER: _ClassVar[int]
+    EXCLUSIVE_FIELD_NUMBER: _ClassVar[int]
+    OVERLAP_FIELD_NUMBER: _ClassVar[int]
+    NODELIST_FIELD_NUMBER: _ClassVar[int]
+    job_id: int
+    name: str
+    num_nodes: int
+    num_tasks: int
+    ntasks_per_node: int
+    cpus_per_task: int
+    exclusive: bool
+    overlap: bool
+    nodelist: str
+    def __init__(self, job_id: _Optional[int] = ..., name: _Optional[str] = ..., num_nodes: _Optional[int] = ..., num_tasks: _Optional[int] = ..., ntasks_per_node: _Optional[int] = ..., cpus_per_task: _Optional[int] = ..., exclusive: _Optional[bool] = ..., overlap: _Optional[bool] = ..., nodelist: _Optional[str] = ...) -> None: ...
+
+class StepNode(_message.Message):
+    __slots__ = ("name", "target", "addr", "task_ids")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    TARGET_FIELD_NUMBER: _ClassVar[int]
+    ADDR_FIELD_NUMBER: _ClassVar[int]
+    TASK_IDS_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    target: str
+    addr: str
+    task_ids: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, name: _Optional[str] = ..., target: _Optional[str] = ..., addr: _Optional[str] = ..., task_ids: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class CreateStepReply(_message.Message):
+    __slots__ = ("step_id", "nodes", "job", "credential")
+    STEP_ID_FIELD_NUMBER: _ClassVar[int]
+    NODES_FIELD_NUMBER: _ClassVar[int]
+    JOB_FIELD_NUMBER: _ClassVar[int]
+    CREDENTIAL_FIELD_NUMBER: _ClassVar[int]
+    step_id: int
+    nodes: _containers.RepeatedCompositeFieldContainer[StepNode]
+    job: _types_pb2.Job
+    credential: str
+    def __init__(self, step_id: _Optional[int] = ..., nodes: _Optional[_Iterable[_Union[StepNode, _Mapping]]] = ..., job: _Optional[_Union[_types_pb2.Job, _Mapping]] = ..., credential: _Optional[str] = ...) -> None: ...
+
+class CompleteStepRequest(_message.Message):
+    __slots__ = ("job_id", "step_id", "exit_code", "exit_signal")
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    STEP_ID_FIELD_NUMBER: _ClassVar[int]
+    EXIT_CODE_FIELD_NUMBER: _ClassVar[int]
+    EXIT_SIGNAL_FIELD_NUMBER: _ClassVar[int]
+    job_id: int
+    step_id: int
+    exit_code: int
+    exit_signal: int
+    def __init__(self, job_id: _Optional[int] = ..., step_id: _Optional[int] = ..., exit_code: _Optional[int] = ..., exit_signal: _Optional[int] = ...) -> None: ...
+
+class CompleteStepReply(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class CompleteJobRequest(_message.Message):
+    __slots__ = ("job_id", "exit_code", "exit_signal")
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    EXIT_CODE_FIELD_NUMBER: _ClassVar[int]
+    EXIT_SIGNAL_FIELD_NUMBER: _ClassVar[int]
+    job_id: int
+    exit_code: int
+    exit_signal: int
+    def __init__(self, job_id: _Optional[int] = ..., exit_code: _Optional[int] = ..., exit_signal: _Optional[int] = ...) -> None: ...
+
+class CompleteJobReply(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...

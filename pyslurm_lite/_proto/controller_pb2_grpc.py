@@ -80,6 +80,21 @@ class ControllerStub:
                 request_serializer=pyslurm__lite_dot_v1_dot_controller__pb2.GetPartitionsRequest.SerializeToString,
                 response_deserializer=pyslurm__lite_dot_v1_dot_controller__pb2.GetPartitionsReply.FromString,
                 _registered_method=True)
+        self.CreateStep = channel.unary_unary(
+                '/pyslurm_lite.v1.Controller/CreateStep',
+                request_serializer=pyslurm__lite_dot_v1_dot_controller__pb2.CreateStepRequest.SerializeToString,
+                response_deserializer=pyslurm__lite_dot_v1_dot_controller__pb2.CreateStepReply.FromString,
+                _registered_method=True)
+        self.CompleteStep = channel.unary_unary(
+                '/pyslurm_lite.v1.Controller/CompleteStep',
+                request_serializer=pyslurm__lite_dot_v1_dot_controller__pb2.CompleteStepRequest.SerializeToString,
+                response_deserializer=pyslurm__lite_dot_v1_dot_controller__pb2.CompleteStepReply.FromString,
+                _registered_method=True)
+        self.CompleteJob = channel.unary_unary(
+                '/pyslurm_lite.v1.Controller/CompleteJob',
+                request_serializer=pyslurm__lite_dot_v1_dot_controller__pb2.CompleteJobRequest.SerializeToString,
+                response_deserializer=pyslurm__lite_dot_v1_dot_controller__pb2.CompleteJobReply.FromString,
+                _registered_method=True)
         self.RegisterNode = channel.unary_unary(
                 '/pyslurm_lite.v1.Controller/RegisterNode',
                 request_serializer=pyslurm__lite_dot_v1_dot_controller__pb2.RegisterNodeRequest.SerializeToString,
@@ -156,6 +171,25 @@ class ControllerServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def CreateStep(self, request, context):
+        """steps (srun) and allocations (salloc, srun outside a job)
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CompleteStep(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CompleteJob(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def RegisterNode(self, request, context):
         """agents
         """
@@ -222,6 +256,21 @@ def add_ControllerServicer_to_server(servicer, server):
                     servicer.GetPartitions,
                     request_deserializer=pyslurm__lite_dot_v1_dot_controller__pb2.GetPartitionsRequest.FromString,
                     response_serializer=pyslurm__lite_dot_v1_dot_controller__pb2.GetPartitionsReply.SerializeToString,
+            ),
+            'CreateStep': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreateStep,
+                    request_deserializer=pyslurm__lite_dot_v1_dot_controller__pb2.CreateStepRequest.FromString,
+                    response_serializer=pyslurm__lite_dot_v1_dot_controller__pb2.CreateStepReply.SerializeToString,
+            ),
+            'CompleteStep': grpc.unary_unary_rpc_method_handler(
+                    servicer.CompleteStep,
+                    request_deserializer=pyslurm__lite_dot_v1_dot_controller__pb2.CompleteStepRequest.FromString,
+                    response_serializer=pyslurm__lite_dot_v1_dot_controller__pb2.CompleteStepReply.SerializeToString,
+            ),
+            'CompleteJob': grpc.unary_unary_rpc_method_handler(
+                    servicer.CompleteJob,
+                    request_deserializer=pyslurm__lite_dot_v1_dot_controller__pb2.CompleteJobRequest.FromString,
+                    response_serializer=pyslurm__lite_dot_v1_dot_controller__pb2.CompleteJobReply.SerializeToString,
             ),
             'RegisterNode': grpc.unary_unary_rpc_method_handler(
                     servicer.RegisterNode,
@@ -482,6 +531,87 @@ class Controller:
             '/pyslurm_lite.v1.Controller/GetPartitions',
             pyslurm__lite_dot_v1_dot_controller__pb2.GetPartitionsRequest.SerializeToString,
             pyslurm__lite_dot_v1_dot_controller__pb2.GetPartitionsReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CreateStep(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/pyslurm_lite.v1.Controller/CreateStep',
+            pyslurm__lite_dot_v1_dot_controller__pb2.CreateStepRequest.SerializeToString,
+            pyslurm__lite_dot_v1_dot_controller__pb2.CreateStepReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CompleteStep(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/pyslurm_lite.v1.Controller/CompleteStep',
+            pyslurm__lite_dot_v1_dot_controller__pb2.CompleteStepRequest.SerializeToString,
+            pyslurm__lite_dot_v1_dot_controller__pb2.CompleteStepReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CompleteJob(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/pyslurm_lite.v1.Controller/CompleteJob',
+            pyslurm__lite_dot_v1_dot_controller__pb2.CompleteJobRequest.SerializeToString,
+            pyslurm__lite_dot_v1_dot_controller__pb2.CompleteJobReply.FromString,
             options,
             channel_credentials,
             insecure,

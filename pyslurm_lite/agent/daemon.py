@@ -32,6 +32,7 @@ from .cgroup import make_tracker
 from .gpu import discover
 from .rpc import AgentServicer
 from .stepmgr import StepManager
+from .taskmgr import TaskManager
 
 log = logging.getLogger("pyslurm_lite.agent")
 
@@ -51,10 +52,11 @@ class Agent:
         self.gpus = discover(cfg, node)
         self.tracker = make_tracker(cfg.proctrack_type, node)
         self.steps = StepManager(cfg, node, self.spool, self.events.put, self.gpus, self.tracker)
+        self.key = load_or_create_key(cfg.key_path)
+        self.steps.tasks = self.tasks = TaskManager(self.steps, node, self.key)
         self.instance = ""
         self.stop = threading.Event()
         self.stub = controller_pb2_grpc.ControllerStub(client_channel(cfg.controller_target))
-        self.key = load_or_create_key(cfg.key_path)
         self.boot_time = psutil.boot_time()
 
     # ---- the link -----------------------------------------------------------------------------
@@ -135,9 +137,11 @@ class Agent:
 
     # ---- process ------------------------------------------------------------------------------
     def start(self) -> int:
-        self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=8), options=CHANNEL_OPTIONS,
+        # each srun connection holds a thread for the step's life: room for many steps at once
+        self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=64), options=CHANNEL_OPTIONS,
                                   interceptors=[AuthInterceptor(self.key, CONTROLLER_METHODS)])
-        agent_pb2_grpc.add_AgentServicer_to_server(AgentServicer(self.node, self.steps), self.server)
+        agent_pb2_grpc.add_AgentServicer_to_server(AgentServicer(self.node, self.steps, self.tasks),
+                                                   self.server)
         node_cfg = self.cfg.nodes[self.node]
         port = node_cfg.port or self.cfg.slurmd_port
         bound = self.server.add_insecure_port(f"{node_cfg.addr}:{port}")

@@ -40,7 +40,7 @@ def batch_environment(job: Job, cfg: Config, node: str, node_addrs: dict[str, st
     nodelist = collect(names)
     tasks = [spec.tasks_on_node(i) for i in range(len(names))]
     first_addr = node_addrs.get(names[0], names[0]) if names else ""
-    here = job.allocations[0] if job.allocations else None
+    here = next((a for a in job.allocations if a.node == node), None)
     env.update({
         "SLURM_JOB_ID": str(job.job_id), "SLURM_JOBID": str(job.job_id),
         "SLURM_JOB_NAME": spec.name, "SLURM_JOB_USER": spec.user or _name(pwd.getpwuid, spec.uid),
@@ -98,3 +98,55 @@ def gpu_environment(gpus: list[int], fenced: bool = False) -> dict[str, str]:
 
 
 _ = grp  # group names are resolved by the submitter; kept for SLURM_JOB_GROUP later
+
+
+def step_environment(job: Job, cfg: Config, node: str, base: dict[str, str], step_id: int,
+                     step_nodes: list[str], tasks_per_node: list[int], node_addrs: dict[str, str],
+                     cpus_per_task: int, label: bool) -> dict[str, str]:
+    """What every task of a step on this node shares: the job's variables (as a batch script
+    sees them), the caller's environment over them, then the step's."""
+    env = batch_environment(job, cfg, node, node_addrs)
+    for k in ("ENVIRONMENT", "SLURM_PROCID", "SLURM_LOCALID", "SLURM_NODEID", "SLURM_GTIDS"):
+        env.pop(k, None)
+    env.update(base)  # srun's own environment (inside sbatch it already holds the job's)
+    nodelist = collect(step_nodes)
+    ntasks = sum(tasks_per_node)
+    env.update({
+        "SLURM_STEP_ID": str(step_id), "SLURM_STEPID": str(step_id),
+        "SLURM_STEP_NODELIST": nodelist, "SLURM_STEP_NUM_NODES": str(len(step_nodes)),
+        "SLURM_STEP_NUM_TASKS": str(ntasks),
+        "SLURM_STEP_TASKS_PER_NODE": compress_counts(tasks_per_node),
+        "SLURM_TASKS_PER_NODE": compress_counts(tasks_per_node),
+        "SLURM_NNODES": str(len(step_nodes)), "SLURM_NTASKS": str(ntasks), "SLURM_NPROCS": str(ntasks),
+        "SLURM_NODELIST": env.get("SLURM_JOB_NODELIST", nodelist),
+        "SLURM_CPUS_PER_TASK": str(cpus_per_task), "SLURM_DISTRIBUTION": "block",
+        "SLURMD_NODENAME": node, "SLURM_TOPOLOGY_ADDR": node,
+        "SLURM_LAUNCH_NODE_IPADDR": node_addrs.get(step_nodes[0], "127.0.0.1"),
+    })
+    if label:
+        env["SLURM_LABELIO"] = "1"
+    # The PyTorch contract: one rendezvous for the whole step, on its first node. A MASTER_ADDR
+    # or MASTER_PORT the user set (not ours from the batch environment) wins.
+    # (Inside a batch script the caller's MASTER_* are the batch environment's own: the job's
+    # first node and port, which is where a step over the whole job meets too.)
+    if not base.get("MASTER_ADDR"):
+        env["MASTER_ADDR"] = node_addrs.get(step_nodes[0], step_nodes[0])
+    if not base.get("MASTER_PORT"):
+        env["MASTER_PORT"] = str(job.master_port)
+    env["WORLD_SIZE"] = str(ntasks)
+    return env
+
+
+def task_environment(step_env: dict[str, str], rank: int, local_rank: int, node_index: int,
+                     local_tasks: list[int], gpus: list[int] | None = None,
+                     fenced: bool = False) -> dict[str, str]:
+    env = dict(step_env)
+    env.update({
+        "SLURM_PROCID": str(rank), "SLURM_LOCALID": str(local_rank), "SLURM_NODEID": str(node_index),
+        "SLURM_GTIDS": ",".join(map(str, local_tasks)),
+        "RANK": str(rank), "LOCAL_RANK": str(local_rank), "LOCAL_WORLD_SIZE": str(len(local_tasks)),
+        "NODE_RANK": str(node_index), "GROUP_RANK": str(node_index),
+    })
+    if gpus is not None:
+        env.update(gpu_environment(gpus, fenced))
+    return env

@@ -8,13 +8,15 @@ import os
 from ..model import Job
 
 
-def expand_pattern(pattern: str, job: Job, node: str, step: str = "batch") -> str:
+def expand_pattern(pattern: str, job: Job, node: str, step: str = "batch", task: int = 0,
+                   node_index: int = 0) -> str:
     """Slurm's filename patterns: %j %J %x %u %N %n %A %a %s %t %%, with optional zero-padding
     width (%4j)."""
     out, i = [], 0
     array_id, task_id = job.job_id, 4294967294
     values = {"j": str(job.job_id), "J": str(job.job_id), "x": job.spec.name, "u": job.spec.user,
-              "N": node, "n": "0", "A": str(array_id), "a": str(task_id), "s": step, "t": "0"}
+              "N": node, "n": str(node_index), "A": str(array_id), "a": str(task_id), "s": step,
+              "t": str(task)}
     while i < len(pattern):
         c = pattern[i]
         if c != "%" or i + 1 >= len(pattern):

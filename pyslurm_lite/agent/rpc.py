@@ -7,11 +7,16 @@ from .._proto import agent_pb2 as pb, agent_pb2_grpc, types_pb2
 from ..model import Job
 from ..rpcutil import rpc_method
 from .stepmgr import StepManager
+from .taskmgr import TaskManager
 
 
 class AgentServicer(agent_pb2_grpc.AgentServicer):
-    def __init__(self, node: str, steps: StepManager):
-        self.node, self.steps = node, steps
+    def __init__(self, node: str, steps: StepManager, tasks: TaskManager):
+        self.node, self.steps, self.tasks = node, steps, tasks
+
+    def LaunchStep(self, request_iterator, context):
+        # a stream: errors travel in-band as StepOutput.error (see taskmgr)
+        return self.tasks.serve(request_iterator, context)
 
     @rpc_method
     def Ping(self, request, context):

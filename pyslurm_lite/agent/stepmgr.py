@@ -67,6 +67,8 @@ class StepManager:
         self.gpus = gpus or []
         self.tracker = tracker or Tracker()
         self.cores = CoreMap()
+        self.tasks = None  # the TaskManager (srun steps), set by the agent
+        self.job_cgroups: dict[int, bool] = {}  # job id -> GPUs fenced, for jobs with a cgroup here
         self.lock = threading.Lock()
         self._launch_lock = threading.Lock()
         self.running: dict[int, Running] = {}
@@ -121,9 +123,9 @@ class StepManager:
             os.chown(jdir, job.spec.uid, job.spec.gid)
         return script
 
-    def _limits(self, job: Job) -> tuple[Limits, bool]:
+    def _limits(self, job: Job, node: str = "") -> tuple[Limits, bool]:
         """The job's limits here, and whether its GPUs are fenced by the devices cgroup."""
-        here = job.allocations[0]
+        here = next((a for a in job.allocations if a.node == node), job.allocations[0])
         mine = {g.index for g in self.gpus if g.index in here.gpus}
         numa = {g.numa_node for g in self.gpus if g.index in mine and g.numa_node >= 0}
         deny = [_device_number(g.file) for g in self.gpus if g.index not in mine and g.file]
@@ -138,9 +140,8 @@ class StepManager:
         if not as_root and spec.uid != os.getuid():
             raise PermissionError(f"agent runs as uid {os.getuid()} and cannot run jobs of uid {spec.uid}")
         script = self._write_script(job, as_root)
-        limits, fenced = self._limits(job)
+        fenced = self.ensure_job_cgroup(job, self.node)
         key = job_key(job.job_id)
-        self.tracker.create(key, limits)
         gpus = job.allocations[0].gpus
         env = batch_environment(job, self.cfg, self.node, node_addrs, gpu_environment(gpus, fenced))
         out, err = output_paths(job, self.node)
@@ -173,11 +174,30 @@ class StepManager:
                 f.write(f"{proc.pid} {job.restart_count}\n")
         return Running(job=job, proc=proc, pidfd=os.pidfd_open(proc.pid))
 
+    def ensure_job_cgroup(self, job: Job, node: str) -> bool:
+        """The job's cgroup on this node with its limits, made by whichever of the batch script
+        or a step gets here first. Returns whether the job's GPUs are fenced."""
+        with self.lock:
+            if job.job_id in self.job_cgroups:
+                return self.job_cgroups[job.job_id]
+            limits, fenced = self._limits(job, node)
+            self.tracker.create(job_key(job.job_id), limits)
+            self.job_cgroups[job.job_id] = fenced
+            return fenced
+
     @staticmethod
     def _identity(spec, as_root: bool) -> dict:
-        if not as_root or spec.uid == 0:
+        return StepManager.identity_of(spec.uid, spec.gid, list(spec.groups)) if as_root else {}
+
+    @staticmethod
+    def identity_of(uid: int, gid: int, groups: list[int]) -> dict:
+        if os.getuid() != 0:
+            if uid != os.getuid():
+                raise PermissionError(f"agent runs as uid {os.getuid()} and cannot run tasks of uid {uid}")
             return {}
-        return {"user": spec.uid, "group": spec.gid, "extra_groups": list(spec.groups) or [spec.gid]}
+        if uid == 0:
+            return {}
+        return {"user": uid, "group": gid, "extra_groups": groups or [gid]}
 
     # ---- reaping ------------------------------------------------------------------------------
     def _reap_loop(self) -> None:
@@ -196,8 +216,7 @@ class StepManager:
             run.kill_timer.cancel()
         key = job_key(run.job.job_id)
         oom = self.tracker.oom_killed(key)
-        self.tracker.kill_all(key, run.proc.pid)  # what the script left behind dies with it
-        self._release(run.job)
+        self._release(run.job)  # what the script left behind dies with it
         exit_code, exit_signal = (0, -rc) if rc < 0 else (rc, 0)
         # Report before forgetting: a heartbeat must never see a job neither running nor ended.
         self.report({"job_id": run.job.job_id, "restart_count": run.job.restart_count,
@@ -209,10 +228,9 @@ class StepManager:
                 del self.running[run.job.job_id]
 
     def _release(self, job: Job) -> None:
-        self.tracker.remove(job_key(job.job_id))
-        self.cores.release(job_key(job.job_id))
+        self.release_job(job.job_id)
         jdir = self._job_dir(job)
-        for name in ("slurm_script", "pid"):
+        for name in ("slurm_script", "pid"):  # the spool entry of the batch script
             try:
                 os.unlink(os.path.join(jdir, name))
             except FileNotFoundError:
@@ -246,9 +264,13 @@ class StepManager:
         return done
 
     def terminate(self, job_ids: list[int], reason: str) -> list[int]:
-        """SIGCONT+SIGTERM to the whole job now, SIGKILL after KillWait if anything remains."""
+        """SIGCONT+SIGTERM to the whole job now, SIGKILL after KillWait if anything remains.
+        On a node without the job's batch script (its steps only), the job is simply over."""
         with self.lock:
             runs = [self.running[j] for j in job_ids if j in self.running]
+            others = [j for j in job_ids if j not in self.running]
+        for job_id in others:
+            self._finishers.submit(self.release_job, job_id)
         for run in runs:
             run.ending = reason or "cancelled"
             key = job_key(run.job.job_id)
@@ -260,6 +282,16 @@ class StepManager:
                 run.kill_timer.daemon = True
                 run.kill_timer.start()
         return [r.job.job_id for r in runs]
+
+    def release_job(self, job_id: int) -> None:
+        """The job is over on this node: nothing of it may remain."""
+        if self.tasks is not None:
+            self.tasks.kill_job(job_id)
+        self.tracker.kill_all(job_key(job_id), 0)
+        self.tracker.remove(job_key(job_id))
+        self.cores.release(job_key(job_id))
+        with self.lock:
+            self.job_cgroups.pop(job_id, None)
 
     def running_jobs(self) -> dict[int, int]:
         with self.lock:

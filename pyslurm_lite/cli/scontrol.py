@@ -365,8 +365,23 @@ def ping(client) -> int:
     return 0
 
 
+def show_step(client, ns, arg: str | None) -> int:
+    """show step [JOBID.STEP]: the live steps of one job, or of every job."""
+    from .stepfields import running_steps, step_record
+    job_ids = [int(arg.split(".")[0])] if arg and arg.split(".")[0].isdigit() else []
+    jobs, now = client.jobs(job_ids=job_ids)
+    records = [step_record(j, st, now) for j in sorted(jobs, key=lambda j: j.job_id)
+               for st in running_steps(j) if not arg or "." not in arg or st["id"] == arg]
+    if not records:
+        sys.stderr.write(f"Job step {arg} not found\n" if arg else "No job steps in the system\n")
+        return 1 if arg else 0
+    emit(records, ns.oneliner)
+    return 0
+
+
 SHOW = {"job": show_job, "jobs": show_job, "node": show_node, "nodes": show_node,
-        "partition": show_partition, "partitions": show_partition}
+        "partition": show_partition, "partitions": show_partition, "step": show_step,
+        "steps": show_step}
 
 
 def show(make_client, ns, args: list[str]) -> int:

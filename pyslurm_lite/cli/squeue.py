@@ -32,6 +32,7 @@ def build_parser() -> SlurmArgParser:
     a("-r", "--array", action="store_true")
     a("-i", "--iterate", type=int)
     a("--sort")
+    a("-s", "--steps", nargs="?", const="")
     p.add_argument("--help", action="help")
     return p
 
@@ -77,6 +78,8 @@ def main_args(argv: list[str]) -> int:
     except NotFound as e:
         sys.stderr.write(f"slurm_load_jobs error: {e.message}\n")  # Slurm's words, no prefix
         return 1
+    if ns.steps is not None:
+        return _print_steps(jobs, now, ns)
     jobs.sort(key=lambda j: (STATE_ORDER.get(j.state, 4), -(0 if j.held else j.priority), j.job_id))
     form = ns.format or (LONG_FORMAT if ns.long else DEFAULT_FORMAT)
     tokens = fmt.parse(form)
@@ -87,6 +90,19 @@ def main_args(argv: list[str]) -> int:
         out.append(fmt.render(tokens, HEADERS))
     row = fmt.compile_row(tokens, FIELDS, _blank)
     out += [row(job, now) for job in jobs]
+    sys.stdout.write("\n".join(out) + ("\n" if out else ""))
+    return 0
+
+
+def _print_steps(jobs, now: float, ns) -> int:
+    from .stepfields import SQUEUE_STEPS_FORMAT, STEP_HEADERS, running_steps, step_field
+    tokens = fmt.parse(ns.format or SQUEUE_STEPS_FORMAT)
+    wanted = set(split_list([ns.steps])) if ns.steps else set()
+    out = [] if ns.noheader else [fmt.render(tokens, STEP_HEADERS)]
+    for job in sorted(jobs, key=lambda j: j.job_id):
+        for step in running_steps(job):
+            if not wanted or step["id"] in wanted:
+                out.append(fmt.render_row(tokens, lambda letter, j=job, st=step: step_field(j, st, letter, now)))
     sys.stdout.write("\n".join(out) + ("\n" if out else ""))
     return 0
 

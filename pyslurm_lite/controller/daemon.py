@@ -27,6 +27,7 @@ from .job_mgr import JobManager
 from .node_mgr import NodeManager
 from .rpc import ControllerServicer
 from .state import ClusterState
+from .step_mgr import StepManager
 from .store import Store
 
 log = logging.getLogger("pyslurm_lite.controller")
@@ -45,6 +46,7 @@ class Controller:
         self.jobs = JobManager(self.state)
         self.nodes = NodeManager(self.state, self.jobs)
         self.dispatch = Dispatcher(self.state)
+        self.steps = StepManager(self.state, key_of=lambda: self.dispatch.key)
         self.stop = threading.Event()
         self.server = None
 
@@ -90,7 +92,7 @@ class Controller:
         self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=16), options=CHANNEL_OPTIONS,
                                   interceptors=[AuthInterceptor(key, AGENT_METHODS)])
         controller_pb2_grpc.add_ControllerServicer_to_server(
-            ControllerServicer(self.state, self.jobs, self.nodes, self.dispatch), self.server)
+            ControllerServicer(self.state, self.jobs, self.nodes, self.dispatch, self.steps), self.server)
         port = self.server.add_insecure_port(bind or f"0.0.0.0:{self.cfg.controller_port}")
         if port == 0:
             raise OSError(f"cannot listen on port {self.cfg.controller_port}")

@@ -288,7 +288,8 @@ class JobManager:
             self.s.save(started)
         by_node: dict[str, list[Job]] = {}
         for job in started:
-            by_node.setdefault(job.allocations[0].node, []).append(job)
+            if job.spec.batch:  # an allocation for srun/salloc has no script to launch
+                by_node.setdefault(job.allocations[0].node, []).append(job)
         effects.launches = [Launch(node, jobs) for node, jobs in by_node.items()]
         return effects
 
@@ -309,14 +310,23 @@ class JobManager:
         return MASTER_PORT_BASE
 
     # ---- reports from agents ------------------------------------------------------------------
-    def jobs_ended(self, endings: list["Ending"]) -> None:
+    def jobs_ended(self, endings: list["Ending"]) -> Effects:
         """Apply agents' reports that jobs' batch scripts are gone, in one transaction.
-        Idempotent: a repeated report changes nothing."""
+        Idempotent: a repeated report changes nothing. The job's other nodes are told to clean
+        up (steps left running there, cgroups)."""
+        effects = Effects()
         with self.s.lock:
             changed = [job for e in endings if (job := self._apply_ending(e)) is not None]
+            for job in changed:
+                effects.signals += [Signal(n, [job.job_id], 0, True, False, "complete")
+                                    for n in job.node_names[1:] if job.state.is_final]
+                for step in job.steps:
+                    if step.state == JobState.RUNNING:
+                        step.state, step.end_time = JobState.CANCELLED, job.end_time
             self.s.save(changed)
         if changed:
             self.s.changed.set()
+        return effects
 
     def _apply_ending(self, e: "Ending") -> Job | None:
         job = self.s.jobs.get(e.job_id)

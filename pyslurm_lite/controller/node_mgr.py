@@ -59,8 +59,8 @@ class NodeManager:
         kill = [jid for jid, rc in running.items() if not self._believes_running(jid, rc, name)]
         lost = []
         for job in list(self.s.jobs.values()):
-            if not job.allocations or job.allocations[0].node != name:
-                continue
+            if not job.allocations or job.allocations[0].node != name or not job.spec.batch:
+                continue  # only a batch script is something an agent must be running
             if now - job.start_time < grace:
                 continue  # its launch may still be on the way to the agent
             if job.state == JobState.RUNNING and running.get(job.job_id) != job.restart_count:

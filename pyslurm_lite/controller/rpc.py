@@ -15,6 +15,7 @@ from .dispatch import Dispatcher
 from .job_mgr import Caller, Ending, JobFilter, JobManager
 from .node_mgr import NodeManager
 from .state import ClusterState
+from .step_mgr import StepManager
 
 
 def _filter(msg) -> JobFilter:
@@ -29,8 +30,9 @@ def _caller(context) -> Caller:
 
 
 class ControllerServicer(controller_pb2_grpc.ControllerServicer):
-    def __init__(self, state: ClusterState, jobs: JobManager, nodes: NodeManager, dispatch: Dispatcher):
-        self.s, self.jobs, self.nodes, self.dispatch = state, jobs, nodes, dispatch
+    def __init__(self, state: ClusterState, jobs: JobManager, nodes: NodeManager, dispatch: Dispatcher,
+                 steps: StepManager):
+        self.s, self.jobs, self.nodes, self.dispatch, self.steps = state, jobs, nodes, dispatch, steps
         self._msg_cache: dict[int, tuple[int, types_pb2.Job]] = {}
         self._cache_lock = threading.Lock()
 
@@ -110,8 +112,35 @@ class ControllerServicer(controller_pb2_grpc.ControllerServicer):
         return pb.GetPartitionsReply(partitions=parts, nodes=self._node_msgs(None))
 
     @rpc_method
+    def CreateStep(self, request, context):
+        step, job, credential = self.steps.create(
+            request.job_id, _caller(context), request.name, request.num_nodes, request.num_tasks,
+            request.ntasks_per_node, request.cpus_per_task, request.exclusive, request.nodelist)
+        reply = pb.CreateStepReply(step_id=step.step_id, credential=credential,
+                                   job=self._job_msg(job))
+        first = 0
+        for name, count in zip(step.nodes, step.tasks_per_node):
+            node = self.s.cfg.nodes[name]
+            reply.nodes.add(name=name, addr=node.addr, target=f"{node.addr}:{node.port or self.s.cfg.slurmd_port}",
+                            task_ids=list(range(first, first + count)))
+            first += count
+        return reply
+
+    @rpc_method
+    def CompleteStep(self, request, context):
+        self.steps.complete(request.job_id, request.step_id, request.exit_code, request.exit_signal,
+                            _caller(context))
+        return pb.CompleteStepReply()
+
+    @rpc_method
+    def CompleteJob(self, request, context):
+        self.dispatch.send(self.steps.complete_allocation(request.job_id, request.exit_code,
+                                                          request.exit_signal, _caller(context)))
+        return pb.CompleteJobReply()
+
+    @rpc_method
     def RegisterNode(self, request, context):
-        self.jobs.jobs_ended(_endings(request.events))
+        self.dispatch.send(self.jobs.jobs_ended(_endings(request.events)))
         kill = self.nodes.register(
             request.node, request.cpus, request.memory,
             [wire.from_msg(g, GpuDevice) for g in request.gpus],
@@ -130,7 +159,7 @@ class ControllerServicer(controller_pb2_grpc.ControllerServicer):
     def ReportJobEvents(self, request, context):
         if request.instance != self.s.instance:
             return pb.ReportJobEventsReply(reregister=True)
-        self.jobs.jobs_ended(_endings(request.events))
+        self.dispatch.send(self.jobs.jobs_ended(_endings(request.events)))
         return pb.ReportJobEventsReply(reregister=False)
 
 

@@ -1,0 +1,210 @@
+"""Step tasks on this node (srun's remote end): launch, stream output, forward stdin and signals,
+report exits.
+
+One srun connection (a bidirectional gRPC stream) per node of a step:
+  in:  StepLaunch (checked against the controller-signed credential), then stdin / signals;
+  out: started, output chunks (task, stream, bytes), one exit per task; the stream then ends.
+If srun goes away, the step's tasks here are killed. Tasks run as the job's user, in the step's
+cgroup (job_<id>/step_<n>), entered before any of the user's code runs, as batch scripts do.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import queue
+import selectors
+import signal
+import subprocess
+import threading
+from dataclasses import dataclass, field
+
+from .. import wire
+from .._proto import agent_pb2
+from ..model import Job
+from ..rpcutil import launch_allowed
+from .env import step_environment, task_environment
+from .iopaths import expand_pattern
+
+log = logging.getLogger("pyslurm_lite.agent.taskmgr")
+
+CHUNK = 65536  # bytes read from a task's pipe at a time
+# bash, not sh: its redirections take the gate's file descriptor number whatever it is
+SHIM = 'read -r _ <&"$GATE_FD"; exec {GATE_FD}<&-; unset GATE_FD; export SLURM_TASK_PID=$$; exec "$@"'
+SHIM_FILES = ('read -r _ <&"$GATE_FD"; exec {GATE_FD}<&-; unset GATE_FD; export SLURM_TASK_PID=$$; '
+              'exec >>"$1" 2>>"$2" || exit 1; shift 2; exec "$@"')
+
+
+@dataclass
+class StepRun:
+    job_id: int
+    step_id: int
+    procs: dict[int, subprocess.Popen] = field(default_factory=dict)  # rank -> process
+    stdin: object = None  # task 0's stdin pipe (or None)
+    out: queue.Queue = field(default_factory=queue.Queue)
+
+
+class TaskManager:
+    def __init__(self, steps, node: str, key: bytes):
+        self.steps = steps  # the StepManager: tracker, cores, cfg, limits
+        self.node, self.key = node, key
+        self.lock = threading.Lock()
+        self.runs: dict[tuple[int, int], StepRun] = {}
+
+    # ---- the stream -----------------------------------------------------------------------------
+    def serve(self, requests, context):
+        first = next(requests, None)
+        if first is None or first.WhichOneof("body") != "launch":
+            yield agent_pb2.StepOutput(error="the first message must be a launch")
+            return
+        launch = first.launch
+        job = wire.from_msg(launch.job, Job)
+        nodes = list(launch.step_nodes)
+        if not launch_allowed(self.key, launch.credential, job.job_id, launch.step_id, launch.uid,
+                              nodes, self.node):
+            yield agent_pb2.StepOutput(error="invalid or expired launch credential")
+            return
+        try:
+            run = self._launch(job, launch)
+        except Exception as e:  # the step fails on this node; the agent does not
+            log.warning("step %s.%s launch failed: %s", job.job_id, launch.step_id, e)
+            yield agent_pb2.StepOutput(error=f"{self.node}: launch failed: {e}")
+            return
+        context.add_callback(lambda: self._kill(run, signal.SIGKILL))
+        threading.Thread(target=self._pump_input, args=(requests, run), daemon=True).start()
+        yield agent_pb2.StepOutput(started=True)
+        yield from self._outputs(run)
+
+    def _outputs(self, run: StepRun):
+        remaining = len(run.procs)
+        while remaining:
+            msg = run.out.get()
+            if msg.exited:
+                remaining -= 1
+            yield msg
+        key = (run.job_id, run.step_id)
+        self.steps.tracker.kill_all(f"job_{run.job_id}/step_{run.step_id}", 0)
+        with self.lock:
+            self.runs.pop(key, None)
+
+    def _pump_input(self, requests, run: StepRun) -> None:
+        try:
+            for msg in requests:
+                kind = msg.WhichOneof("body")
+                if kind == "stdin" and run.stdin is not None:
+                    os.write(run.stdin, msg.stdin)
+                elif kind == "stdin_eof" and run.stdin is not None:
+                    os.close(run.stdin)
+                    run.stdin = None
+                elif kind == "signal":
+                    self._kill(run, msg.signal)
+        except Exception:  # srun went away: the callback kills the tasks
+            pass
+        finally:
+            if run.stdin is not None:
+                os.close(run.stdin)
+                run.stdin = None
+
+    def _kill(self, run: StepRun, signo: int) -> None:
+        key = f"job_{run.job_id}/step_{run.step_id}"
+        pids = self.steps.tracker.pids(key) or [p.pid for p in run.procs.values() if p.poll() is None]
+        for pid in pids:
+            try:
+                os.kill(pid, signo)
+            except ProcessLookupError:
+                pass
+
+    # ---- launching ------------------------------------------------------------------------------
+    def _launch(self, job: Job, launch) -> StepRun:
+        run = StepRun(job.job_id, launch.step_id)
+        with self.lock:
+            if (job.job_id, launch.step_id) in self.runs:
+                raise RuntimeError("step already launched here")
+            self.runs[(job.job_id, launch.step_id)] = run
+        fenced = self.steps.ensure_job_cgroup(job, self.node)
+        addrs = dict(a.split("=", 1) for a in launch.node_addrs)
+        nodes = list(launch.step_nodes)
+        node_index = nodes.index(self.node)
+        step_env = step_environment(job, self.steps.cfg, self.node, dict(launch.env), launch.step_id,
+                                    nodes, list(launch.step_tasks_per_node), addrs,
+                                    launch.cpus_per_task, launch.env.get("SLURM_LABELIO") == "1")
+        ranks = list(launch.task_ids)
+        gpus = self._gpu_split(job, len(ranks), launch.env.get("SLURM_GPUS_PER_TASK", ""))
+        for local, rank in enumerate(ranks):
+            env = task_environment(step_env, rank, local, node_index, ranks,
+                                   gpus[local] if gpus else None, fenced)
+            run.procs[rank] = self._start_task(job, launch, env, rank, local, run)
+        return run
+
+    def _gpu_split(self, job: Job, ntasks: int, per_task: str) -> list[list[int]]:
+        here = next((a for a in job.allocations if a.node == self.node), None)
+        if here is None or not here.gpus:
+            return []
+        if per_task.isdigit() and int(per_task) * ntasks <= len(here.gpus):
+            g = int(per_task)
+            return [here.gpus[i * g:(i + 1) * g] for i in range(ntasks)]
+        return [here.gpus] * ntasks
+
+    def _start_task(self, job: Job, launch, env: dict, rank: int, local: int, run: StepRun):
+        gate_r, gate_w = os.pipe()
+        env = dict(env, GATE_FD=str(gate_r))
+        argv = list(launch.argv)
+        to_files = bool(launch.std_out)
+        if to_files:
+            out = self._path(launch.std_out, job, launch, rank)
+            err = self._path(launch.std_err, job, launch, rank) if launch.std_err else out
+            cmd = ["/bin/bash", "-c", SHIM_FILES, "shim", out, err, *argv]
+        else:
+            cmd = ["/bin/bash", "-c", SHIM, "shim", *argv]
+        wants_stdin = rank == 0 or launch.stdin_to_all
+        try:
+            proc = subprocess.Popen(
+                cmd, cwd=launch.cwd or "/", env=env, pass_fds=(gate_r,), start_new_session=True,
+                stdin=subprocess.PIPE if wants_stdin else subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL if to_files else subprocess.PIPE,
+                stderr=subprocess.DEVNULL if to_files else subprocess.PIPE,
+                **self.steps.identity_of(launch.uid, launch.gid, list(launch.groups)))
+        finally:
+            os.close(gate_r)
+        try:
+            self.steps.tracker.add(f"job_{job.job_id}", proc.pid, str(launch.step_id))
+        finally:
+            os.close(gate_w)
+        if wants_stdin and rank == 0:
+            run.stdin = os.dup(proc.stdin.fileno())
+            proc.stdin.close()
+        elif wants_stdin:
+            proc.stdin.close()
+        threading.Thread(target=self._watch, args=(proc, rank, run.out), daemon=True).start()
+        return proc
+
+    def _path(self, pattern: str, job: Job, launch, rank: int) -> str:
+        name = expand_pattern(pattern, job, self.node, step=str(launch.step_id), task=rank,
+                              node_index=list(launch.step_nodes).index(self.node))
+        return os.path.join(launch.cwd or "/", name)
+
+    @staticmethod
+    def _watch(proc: subprocess.Popen, rank: int, out: queue.Queue) -> None:
+        """Forward a task's output as it comes, then its exit (after all of its output)."""
+        sel = selectors.DefaultSelector()
+        for stream, pipe in ((1, proc.stdout), (2, proc.stderr)):
+            if pipe is not None:
+                sel.register(pipe, selectors.EVENT_READ, stream)
+        while sel.get_map():
+            for key, _ in sel.select():
+                data = os.read(key.fileobj.fileno(), CHUNK)
+                if data:
+                    out.put(agent_pb2.StepOutput(task_id=rank, stream=key.data, data=data))
+                else:
+                    sel.unregister(key.fileobj)
+                    key.fileobj.close()
+        rc = proc.wait()
+        code, sig = (0, -rc) if rc < 0 else (rc, 0)
+        out.put(agent_pb2.StepOutput(task_id=rank, exited=True, exit_code=code, exit_signal=sig))
+
+    # ---- job end --------------------------------------------------------------------------------
+    def kill_job(self, job_id: int) -> None:
+        with self.lock:
+            runs = [r for (j, _), r in self.runs.items() if j == job_id]
+        for run in runs:
+            self._kill(run, signal.SIGKILL)

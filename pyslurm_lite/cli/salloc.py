@@ -1,0 +1,55 @@
+"""salloc: get an allocation, run a command (or your shell) with its environment, release it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from .common import SlurmArgParser, run
+from .sbatch import add_job_options
+
+PROG = "salloc"
+
+
+def build_parser() -> SlurmArgParser:
+    p = SlurmArgParser(prog=PROG, add_help=True, allow_abbrev=False)
+    add_job_options(p)
+    a = p.add_argument
+    a("--no-shell", action="store_true", default=None)
+    a("command", nargs="?")
+    a("args", nargs="...")
+    return p
+
+
+def main_args(argv: list[str]) -> int:
+    ns = build_parser().parse_args(argv)
+    from ..client import Client
+    from .allocation import allocate, allocation_environment, release
+    from .sbatch import spec_from_args
+    client = Client()
+    command = [ns.command, *ns.args] if ns.command else [os.environ.get("SHELL", "/bin/sh")]
+    ns.script, ns.script_args, ns.name = None, [], ns.name or os.path.basename(command[0])
+    spec = spec_from_args(ns, "", os.getcwd())
+    job = allocate(client, spec, PROG, quiet=bool(ns.quiet))
+    env = dict(os.environ, **allocation_environment(job, client.cfg))
+    code = 0
+    try:
+        if not ns.no_shell:
+            code = subprocess.call(command, env=env)
+    except FileNotFoundError:
+        sys.stderr.write(f"{PROG}: error: {command[0]}: command not found\n")
+        code = 127
+    finally:
+        if not ns.quiet:
+            sys.stderr.write(f"{PROG}: Relinquishing job allocation {job.job_id}\n")
+        release(client, job.job_id, exit_code=max(code, 0), exit_signal=-code if code < 0 else 0)
+    return code if code >= 0 else 128 - code
+
+
+def main() -> None:
+    run(PROG, main_args)
+
+
+if __name__ == "__main__":
+    main()
