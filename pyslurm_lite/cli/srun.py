@@ -172,6 +172,8 @@ def _launch_base(ns, reply, cfg):
     _, env = export_environment(ns.export, dict(os.environ))
     if ns.label:
         env["SLURM_LABELIO"] = "1"
+    if ns.ntasks_per_node:
+        env["SLURM_NTASKS_PER_NODE"] = str(ns.ntasks_per_node)
     if ns.gpus_per_task:
         env["SLURM_GPUS_PER_TASK"] = ns.gpus_per_task.split(":")[-1]
     env.setdefault("PYSLURM_LITE_CONF", cfg.path)

@@ -1,0 +1,143 @@
+"""A cluster of separate "hosts": the controller in the root network namespace, each agent in a
+namespace of its own with its own address, joined by a bridge. Addresses are ones this test makes
+on this machine (10.213.7.0/24); no traffic leaves it.
+
+    root ns: controller on 10.213.7.1 (bridge pslt-br)
+      ├─ veth ── ns pslt-h1: eth0 10.213.7.11  agent node1
+      └─ veth ── ns pslt-h2: eth0 10.213.7.12  agent node2
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+SUBNET = "10.213.7"
+BRIDGE = "pslt-br"
+BIN = os.path.dirname(os.path.abspath(sys.executable))
+
+
+def _ip(*args: str, ns: str | None = None, check: bool = True) -> subprocess.CompletedProcess:
+    cmd = (["ip", "netns", "exec", ns, "ip"] if ns else ["ip"]) + list(args)
+    return subprocess.run(cmd, capture_output=True, text=True, check=check)
+
+
+def available() -> str:
+    """'' when namespaces can be made here, else why not."""
+    if os.geteuid() != 0:
+        return "needs root to create network namespaces"
+    if shutil.which("ip") is None or shutil.which("nsenter") is None:
+        return "needs iproute2's ip and util-linux's nsenter"
+    probe = subprocess.run(["ip", "netns", "add", "pslt-probe"], capture_output=True, text=True)
+    if probe.returncode != 0:
+        return f"cannot create network namespaces: {probe.stderr.strip()}"
+    subprocess.run(["ip", "netns", "del", "pslt-probe"], capture_output=True)
+    return ""
+
+
+def teardown_network(hosts: int) -> None:
+    for i in range(1, hosts + 1):
+        subprocess.run(["ip", "netns", "del", f"pslt-h{i}"], capture_output=True)
+        subprocess.run(["ip", "link", "del", f"pslt-v{i}"], capture_output=True)
+    subprocess.run(["ip", "link", "del", BRIDGE], capture_output=True)
+
+
+def setup_network(hosts: int) -> list[str]:
+    teardown_network(hosts)
+    _ip("link", "add", BRIDGE, "type", "bridge")
+    _ip("addr", "add", f"{SUBNET}.1/24", "dev", BRIDGE)
+    _ip("link", "set", BRIDGE, "up")
+    addrs = []
+    for i in range(1, hosts + 1):
+        ns, addr = f"pslt-h{i}", f"{SUBNET}.{10 + i}"
+        subprocess.run(["ip", "netns", "add", ns], check=True, capture_output=True)
+        _ip("link", "add", f"pslt-v{i}", "type", "veth", "peer", "name", "eth0", "netns", ns)
+        _ip("link", "set", f"pslt-v{i}", "master", BRIDGE, "up")
+        _ip("addr", "add", f"{addr}/24", "dev", "eth0", ns=ns)
+        _ip("link", "set", "eth0", "up", ns=ns)
+        _ip("link", "set", "lo", "up", ns=ns)
+        _ip("route", "add", "default", "via", f"{SUBNET}.1", ns=ns)
+        addrs.append(addr)
+    return addrs
+
+
+def write_config(directory: Path, addrs: list[str], cpus: int, mem: int, gpus: int, port: int) -> Path:
+    conf = directory / "slurm.conf"
+    lines = ["ClusterName=nets", f"SlurmctldHost=ctl({SUBNET}.1)", f"SlurmctldPort={port}",
+             f"StateSaveLocation={directory / 'state'}", "HeartbeatInterval=1", "SlurmdTimeout=10",
+             "KillWait=3", f"DefMemPerCPU={mem // cpus}"]
+    gres = f" Gres=gpu:{gpus}" if gpus else ""
+    for i, addr in enumerate(addrs, 1):
+        lines.append(f"NodeName=node{i} NodeAddr={addr} Port=6818 CPUs={cpus} RealMemory={mem}{gres}")
+    lines.append("PartitionName=main Nodes=ALL Default=YES State=UP")
+    conf.write_text("\n".join(lines) + "\n")
+    return conf
+
+
+class NetnsCluster:
+    def __init__(self, directory: Path, hosts: int = 2, cpus: int = 2, mem: int = 4000, gpus: int = 1):
+        self.dir, self.hosts = directory, hosts
+        self.addrs = setup_network(hosts)
+        self.conf = write_config(directory, self.addrs, cpus, mem, gpus, port=16900)
+        self.env = dict(os.environ, PYSLURM_LITE_CONF=str(self.conf),
+                        PATH=BIN + os.pathsep + os.environ.get("PATH", ""))
+        self.procs: dict[str, subprocess.Popen] = {}
+
+    def start_controller(self) -> None:
+        self._spawn("controller", ["controller", "--conf", str(self.conf)])
+
+    def start_agent(self, i: int) -> None:
+        self._spawn(f"agent-node{i}", ["agent", "--node", f"node{i}", "--conf", str(self.conf)],
+                    ns=f"pslt-h{i}")
+
+    def _spawn(self, name: str, args: list[str], ns: str | None = None) -> None:
+        cmd = [sys.executable, "-m", "pyslurm_lite.cli.admin", *args]
+        if ns:
+            # nsenter, not `ip netns exec`: that one also remounts /sys, which would hide the
+            # cgroup hierarchies from the agent
+            cmd = ["nsenter", f"--net=/var/run/netns/{ns}", *cmd]
+        log = open(self.dir / f"{name}.log", "ab")
+        self.procs[name] = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=self.env,
+                                            start_new_session=True)
+
+    def kill(self, name: str, signo: int = 9) -> None:
+        proc = self.procs.pop(name, None)
+        if proc and proc.poll() is None:
+            os.kill(proc.pid, signo)
+            proc.wait(timeout=20)
+
+    def wait_nodes(self, want_up: int, timeout: float = 60.0) -> None:
+        deadline = time.monotonic() + timeout
+        last = ""
+        while time.monotonic() < deadline:
+            r = self.run(["sinfo", "-N", "-h", "-o", "%N %T"])
+            last = r.stdout + r.stderr
+            up = sum(1 for line in r.stdout.splitlines()
+                     if line.split()[1].rstrip("*") in ("idle", "mixed", "allocated") and "*" not in line)
+            if up >= want_up:
+                return
+            time.sleep(0.3)
+        raise TimeoutError(f"nodes not up: {last}\n{self.logs()}")
+
+    def run(self, cmd: list[str], cwd=None, timeout: float = 60) -> subprocess.CompletedProcess:
+        return subprocess.run(cmd, env=self.env, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+
+    def logs(self, chars: int = 1500) -> str:
+        return "\n".join(f"--- {p.name}\n{p.read_text(errors='replace')[-chars:]}"
+                         for p in sorted(self.dir.glob("*.log")))
+
+    def stop(self) -> None:
+        for name in list(self.procs):
+            self.kill(name, 15)
+        from pyslurm_lite import config
+        from pyslurm_lite.agent.cgroup import make_tracker
+        for node in config.load(str(self.conf)).nodes:  # whatever jobs left behind
+            tracker = make_tracker("proctrack/auto", node)
+            for key in tracker.existing():
+                tracker.kill_all(key, 0)
+                tracker.remove(key)
+        teardown_network(self.hosts)
