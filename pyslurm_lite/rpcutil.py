@@ -56,6 +56,11 @@ CHANNEL_OPTIONS = [
 ]
 
 
+# Servers never share a port: with SO_REUSEPORT (gRPC's default) a restarted controller could
+# bind beside a dying one and both would answer.
+SERVER_OPTIONS = CHANNEL_OPTIONS + [("grpc.so_reuseport", 0)]
+
+
 def client_channel(target: str) -> grpc.Channel:
     return grpc.insecure_channel(target, options=CHANNEL_OPTIONS)
 
@@ -187,3 +192,22 @@ def launch_allowed(key: bytes, credential: str, job_id: int, step_id: int, uid: 
         return False
     claim = _launch_claim(job_id, step_id, uid, nodes)
     return hmac.compare_digest(mac, _sign(key, expiry + ":" + claim))
+
+
+BIND_PATIENCE = 10.0  # seconds a restarting daemon waits for its port (a killed predecessor's)
+
+
+def bind(server, address: str) -> int:
+    """add_insecure_port, retried while the port is still held (the daemon this one replaces
+    may not be gone yet); raises OSError naming the address when it never frees."""
+    deadline = time.monotonic() + BIND_PATIENCE
+    while True:
+        try:
+            port = server.add_insecure_port(address)
+        except RuntimeError:
+            port = 0
+        if port:
+            return port
+        if time.monotonic() > deadline:
+            raise OSError(f"cannot listen on {address}: address in use")
+        time.sleep(0.2)

@@ -358,8 +358,16 @@ def detect(root: str = CGROUP_ROOT) -> str:
 PLUGINS = ("proctrack/cgroup", "proctrack/pgid", "proctrack/auto")
 
 
+def scope(cfg, node: str) -> str:
+    """The cgroup directory of one agent's jobs, unique among agents sharing a host: several
+    clusters (a test machine's, say) may each have a node1, never on the same port."""
+    port = cfg.nodes[node].port or cfg.slurmd_port
+    return f"{cfg.cluster_name}_{port}_{node}"
+
+
 def make_tracker(kind: str, node: str, root: str = CGROUP_ROOT) -> Tracker:
-    """The tracker configuration names (ProctrackType); 'auto' picks what the host has."""
+    """The tracker configuration names (ProctrackType); 'auto' picks what the host has.
+    `node` is the agent's scope (see scope())."""
     if kind not in PLUGINS:
         raise ConfigError(f"unknown ProctrackType={kind}; valid: {', '.join(PLUGINS)}")
     if kind == "proctrack/pgid":

@@ -26,10 +26,11 @@ import psutil  # noqa: E402
 
 from .. import __version__, config as config_mod, wire
 from .._proto import agent_pb2_grpc, controller_pb2 as cpb, controller_pb2_grpc, types_pb2
-from ..rpcutil import (CHANNEL_OPTIONS, AuthInterceptor, client_channel, daemon_metadata,
+from ..rpcutil import (SERVER_OPTIONS, AuthInterceptor, bind, client_channel, daemon_metadata,
                        load_or_create_key)
-from .cgroup import make_tracker
+from .cgroup import make_tracker, scope as cgroup_scope
 from .gpu import discover
+from .journal import EndingsJournal
 from .rpc import AgentServicer
 from .stepmgr import StepManager
 from .taskmgr import TaskManager
@@ -48,10 +49,11 @@ class Agent:
         self.cfg, self.node = cfg, node
         self.spool = spool or cfg.slurmd_spool_dir or os.path.join(cfg.state_save_location, f"agent-{node}")
         self.events: queue.Queue = queue.Queue()
-        self.pending: list[dict] = []  # endings taken from the queue but not yet acknowledged
         self.gpus = discover(cfg, node)
-        self.tracker = make_tracker(cfg.proctrack_type, node)
-        self.steps = StepManager(cfg, node, self.spool, self.events.put, self.gpus, self.tracker)
+        self.tracker = make_tracker(cfg.proctrack_type, cgroup_scope(cfg, node))
+        self.journal = EndingsJournal(os.path.join(self.spool, "endings"))
+        self.pending = self.journal.load()  # what a previous agent here could not deliver
+        self.steps = StepManager(cfg, node, self.spool, self._report, self.gpus, self.tracker)
         self.key = load_or_create_key(cfg.key_path)
         self.steps.tasks = self.tasks = TaskManager(self.steps, node, self.key)
         self.instance = ""
@@ -60,6 +62,14 @@ class Agent:
         self.boot_time = psutil.boot_time()
 
     # ---- the link -----------------------------------------------------------------------------
+    def _report(self, event: dict) -> None:
+        self.journal.record(event)  # durable before it is queued: an agent crash keeps it
+        self.events.put(event)
+
+    def _acknowledged(self) -> None:
+        self.journal.delivered(self.pending)
+        self.pending.clear()
+
     def _running_msgs(self):
         return [types_pb2.RunningJob(job_id=j, restart_count=r) for j, r in self.steps.running_jobs().items()]
 
@@ -84,7 +94,7 @@ class Agent:
             running=running, events=self._event_msgs(), boot_time=self.boot_time,
             version=__version__)
         reply = self.stub.RegisterNode(req, timeout=RPC_TIMEOUT, metadata=daemon_metadata(self.key))
-        self.pending.clear()
+        self._acknowledged()
         self.instance = reply.instance
         if reply.kill_job_ids:
             log.warning("controller does not know jobs %s: killing them", list(reply.kill_job_ids))
@@ -99,7 +109,7 @@ class Agent:
         if reply.reregister:
             self.instance = ""
         else:
-            self.pending.clear()
+            self._acknowledged()
 
     def heartbeat_once(self) -> None:
         # What runs is read before the endings are flushed: a job missing from this list has
@@ -137,16 +147,15 @@ class Agent:
 
     # ---- process ------------------------------------------------------------------------------
     def start(self) -> int:
+        self.steps.clear_leftovers()  # before registering: the controller then requeues them
         # each srun connection holds a thread for the step's life: room for many steps at once
-        self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=64), options=CHANNEL_OPTIONS,
+        self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=64), options=SERVER_OPTIONS,
                                   interceptors=[AuthInterceptor(self.key, CONTROLLER_METHODS)])
         agent_pb2_grpc.add_AgentServicer_to_server(AgentServicer(self.node, self.steps, self.tasks),
                                                    self.server)
         node_cfg = self.cfg.nodes[self.node]
         port = node_cfg.port or self.cfg.slurmd_port
-        bound = self.server.add_insecure_port(f"{node_cfg.addr}:{port}")
-        if bound == 0:
-            raise OSError(f"cannot listen on {node_cfg.addr}:{port}")
+        bound = bind(self.server, f"{node_cfg.addr}:{port}")
         self.server.start()
         threading.Thread(target=self.link_loop, daemon=True, name="link").start()
         log.info("agent %s listening on %s:%s, %d GPU(s)%s, process tracking: %s", self.node,

@@ -269,6 +269,8 @@ class StepManager:
         with self.lock:
             runs = [self.running[j] for j in job_ids if j in self.running]
             others = [j for j in job_ids if j not in self.running]
+        log.info("terminating jobs %s (%s)%s", [r.job.job_id for r in runs], reason,
+                 f"; releasing {others}" if others else "")
         for job_id in others:
             self._finishers.submit(self.release_job, job_id)
         for run in runs:
@@ -282,6 +284,39 @@ class StepManager:
                 run.kill_timer.daemon = True
                 run.kill_timer.start()
         return [r.job.job_id for r in runs]
+
+    def clear_leftovers(self) -> list[int]:
+        """At start: whatever a previous agent on this node left running is killed (its exit
+        status could not be reported), so the controller, which requeues what this agent does
+        not list, never has a job running twice."""
+        found = []
+        for key in self.tracker.existing():
+            if key.startswith("job_") and key[4:].isdigit():
+                self.tracker.kill_all(key, 0)
+                self.tracker.remove(key)
+                found.append(int(key[4:]))
+        for entry in os.scandir(self.spool):
+            if not entry.name.startswith("job"):
+                continue  # e.g. the endings journal
+            pid_file = os.path.join(entry.path, "pid")
+            if entry.name.startswith("job") and os.path.exists(pid_file):
+                try:
+                    os.killpg(int(open(pid_file).read().split()[0]), signal.SIGKILL)
+                except (OSError, ValueError, IndexError):
+                    pass
+            if entry.name.startswith("job") and entry.is_dir():
+                for name in ("slurm_script", "pid"):
+                    try:
+                        os.unlink(os.path.join(entry.path, name))
+                    except FileNotFoundError:
+                        pass
+                try:
+                    os.rmdir(entry.path)
+                except OSError:
+                    pass
+        if found:
+            log.warning("killed jobs %s left running by a previous agent on this node", found)
+        return found
 
     def release_job(self, job_id: int) -> None:
         """The job is over on this node: nothing of it may remain."""

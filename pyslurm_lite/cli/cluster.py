@@ -146,9 +146,9 @@ def down(directory: str, echo=print) -> None:
 def _kill_leftover_jobs(directory: str, cfg) -> None:
     """Jobs outlive their agent by design (an agent restart must not kill them); `down` must:
     everything in the nodes' job cgroups, and the process groups recorded without cgroups."""
-    from ..agent.cgroup import make_tracker
+    from ..agent.cgroup import make_tracker, scope
     for node in cfg.nodes:
-        tracker = make_tracker("proctrack/auto", node)
+        tracker = make_tracker("proctrack/auto", scope(cfg, node))
         for key in tracker.existing():
             tracker.kill_all(key, 0)
             tracker.remove(key)

@@ -20,7 +20,7 @@ import grpc
 
 from .. import config as config_mod
 from .._proto import controller_pb2_grpc
-from ..rpcutil import CHANNEL_OPTIONS, AuthInterceptor, load_or_create_key
+from ..rpcutil import SERVER_OPTIONS, AuthInterceptor, bind as bind_port, load_or_create_key
 from ..sched import schedule
 from .dispatch import Dispatcher
 from .job_mgr import JobManager
@@ -89,13 +89,11 @@ class Controller:
         self.state.recover()
         key = load_or_create_key(self.cfg.key_path)
         self.dispatch.key = key
-        self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=16), options=CHANNEL_OPTIONS,
+        self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=16), options=SERVER_OPTIONS,
                                   interceptors=[AuthInterceptor(key, AGENT_METHODS)])
         controller_pb2_grpc.add_ControllerServicer_to_server(
             ControllerServicer(self.state, self.jobs, self.nodes, self.dispatch, self.steps), self.server)
-        port = self.server.add_insecure_port(bind or f"0.0.0.0:{self.cfg.controller_port}")
-        if port == 0:
-            raise OSError(f"cannot listen on port {self.cfg.controller_port}")
+        port = bind_port(self.server, bind or f"0.0.0.0:{self.cfg.controller_port}")
         self.server.start()
         for loop in (self._scheduler_loop, self._monitor_loop):
             threading.Thread(target=loop, daemon=True, name=loop.__name__).start()

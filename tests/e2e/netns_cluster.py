@@ -134,9 +134,10 @@ class NetnsCluster:
         for name in list(self.procs):
             self.kill(name, 15)
         from pyslurm_lite import config
-        from pyslurm_lite.agent.cgroup import make_tracker
-        for node in config.load(str(self.conf)).nodes:  # whatever jobs left behind
-            tracker = make_tracker("proctrack/auto", node)
+        from pyslurm_lite.agent.cgroup import make_tracker, scope
+        cfg = config.load(str(self.conf))
+        for node in cfg.nodes:  # whatever jobs left behind
+            tracker = make_tracker("proctrack/auto", scope(cfg, node))
             for key in tracker.existing():
                 tracker.kill_all(key, 0)
                 tracker.remove(key)

@@ -11,7 +11,7 @@ import time
 import pytest
 
 from pyslurm_lite import config
-from pyslurm_lite.agent.cgroup import detect, make_tracker
+from pyslurm_lite.agent.cgroup import detect, make_tracker, scope
 from pyslurm_lite.cli.cluster import write_config
 
 from conftest import start_cluster, wait_final, wait_state
@@ -139,7 +139,7 @@ def test_time_limit_ends_timeout_after_the_signal_warning(res, timed_job):
 def test_nothing_is_left_behind(res, timed_job):
     """After every job has ended, no job cgroup remains on the node (scanned last)."""
     deadline = time.monotonic() + 15
-    tracker = make_tracker("proctrack/auto", "node1")
+    tracker = make_tracker("proctrack/auto", scope(config.load(str(res.conf)), "node1"))
     while tracker.existing() and time.monotonic() < deadline:
         time.sleep(0.3)
     assert tracker.existing() == []
