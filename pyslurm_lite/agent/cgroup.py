@@ -209,8 +209,10 @@ class CgroupV1(_CgroupTracker):
 
     def kill_all(self, job_key: str, leader: int) -> None:
         """SIGKILL everything in the job's cgroup, frozen first so nothing can fork meanwhile."""
-        if not self.pids(job_key):
+        left = self.pids(job_key)
+        if not left:
             return  # the common case: the script's children were gone with it
+        log.info("killing %d process(es) left in %s", len(left), job_key)
         freezer = self._dirs(job_key).get("freezer")
         if freezer and os.path.isdir(freezer):
             _write(os.path.join(freezer, "freezer.state"), "FROZEN")

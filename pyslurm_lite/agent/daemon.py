@@ -147,7 +147,10 @@ class Agent:
 
     # ---- process ------------------------------------------------------------------------------
     def start(self) -> int:
-        self.steps.clear_leftovers()  # before registering: the controller then requeues them
+        # Before registering: what a crashed predecessor left running dies now, and is reported
+        # lost, so the controller requeues those jobs instead of waiting on tasks that are gone.
+        for job_id in self.steps.clear_leftovers():
+            self.pending.append({"job_id": job_id, "kind": "lost", "time": time.time()})
         # each srun connection holds a thread for the step's life: room for many steps at once
         self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=64), options=SERVER_OPTIONS,
                                   interceptors=[AuthInterceptor(self.key, CONTROLLER_METHODS)])

@@ -42,6 +42,8 @@ class StepRun:
     procs: dict[int, subprocess.Popen] = field(default_factory=dict)  # rank -> process
     stdin: object = None  # task 0's stdin pipe (or None)
     out: queue.Queue = field(default_factory=queue.Queue)
+    pidfds: dict[int, int] = field(default_factory=dict)  # rank -> pidfd, while the task runs
+    lock: threading.Lock = field(default_factory=threading.Lock)
 
 
 class TaskManager:
@@ -106,13 +108,20 @@ class TaskManager:
                 run.stdin = None
 
     def _kill(self, run: StepRun, signo: int) -> None:
+        """Signal the step's processes: everything in its cgroup, and each task still running
+        through its pidfd (never by a bare pid, which a reaped task may have handed on)."""
         key = f"job_{run.job_id}/step_{run.step_id}"
-        pids = self.steps.tracker.pids(key) or [p.pid for p in run.procs.values() if p.poll() is None]
-        for pid in pids:
+        for pid in self.steps.tracker.pids(key):
             try:
                 os.kill(pid, signo)
             except ProcessLookupError:
                 pass
+        with run.lock:
+            for fd in run.pidfds.values():
+                try:
+                    signal.pidfd_send_signal(fd, signo)
+                except ProcessLookupError:
+                    pass
 
     # ---- launching ------------------------------------------------------------------------------
     def _launch(self, job: Job, launch) -> StepRun:
@@ -175,7 +184,9 @@ class TaskManager:
             proc.stdin.close()
         elif wants_stdin:
             proc.stdin.close()
-        threading.Thread(target=self._watch, args=(proc, rank, run.out), daemon=True).start()
+        with run.lock:
+            run.pidfds[rank] = os.pidfd_open(proc.pid)
+        threading.Thread(target=self._watch, args=(proc, rank, run), daemon=True).start()
         return proc
 
     def _path(self, pattern: str, job: Job, launch, rank: int) -> str:
@@ -184,8 +195,9 @@ class TaskManager:
         return os.path.join(launch.cwd or "/", name)
 
     @staticmethod
-    def _watch(proc: subprocess.Popen, rank: int, out: queue.Queue) -> None:
+    def _watch(proc: subprocess.Popen, rank: int, run: StepRun) -> None:
         """Forward a task's output as it comes, then its exit (after all of its output)."""
+        out = run.out
         sel = selectors.DefaultSelector()
         for stream, pipe in ((1, proc.stdout), (2, proc.stderr)):
             if pipe is not None:
@@ -199,6 +211,8 @@ class TaskManager:
                     sel.unregister(key.fileobj)
                     key.fileobj.close()
         rc = proc.wait()
+        with run.lock:
+            os.close(run.pidfds.pop(rank))
         code, sig = (0, -rc) if rc < 0 else (rc, 0)
         out.put(agent_pb2.StepOutput(task_id=rank, exited=True, exit_code=code, exit_signal=sig))
 

@@ -82,6 +82,7 @@ class StepSession:
         self.queues = {n.name: queue.Queue() for n in reply.nodes}
         self.exits: dict[int, tuple[int, int, str]] = {}
         self.errors: list[str] = []
+        self.lost: list[str] = []  # nodes whose connection broke before their tasks ended
         self.threads: list[threading.Thread] = []
 
     def start(self) -> None:
@@ -119,6 +120,9 @@ class StepSession:
                 elif msg.data:
                     self.output.write(msg.task_id, msg.stream, msg.data)
         except grpc.RpcError as e:
+            lost = [t for t in node.task_ids if t not in self.exits]
+            if lost:  # the node's agent went away mid-step: its tasks are not known to have ended
+                self.lost.append(node.name)
             self.errors.append(f"{node.name}: {e.details() or e.code()}")
         finally:
             self.queues[node.name].put(_STOP)
@@ -246,6 +250,8 @@ def run_step(client, job_id: int, ns) -> int:
     session.start()
     session.send_stdin(reply.nodes[0].name)
     session.wait()
+    if session.lost:
+        _await_node_failure(client, job_id, reply.job.restart_count, session.lost)
     ntasks = sum(len(n.task_ids) for n in reply.nodes)
     code, sig, messages = _exit_status(session.exits, ntasks)
     for err in session.errors:
@@ -258,6 +264,25 @@ def run_step(client, job_id: int, ns) -> int:
     except Exception as e:  # the job may be gone (cancelled): the step ended with it
         getattr(e, "message", None)
     return code
+
+
+NODE_FAILURE_PATIENCE = 600  # seconds srun waits for the controller to decide on a lost node
+
+
+def _await_node_failure(client, job_id: int, restart_count: int, nodes: list[str]) -> None:
+    """As Slurm's srun: a lost node is the controller's to judge (it requeues or fails the job
+    when the node is declared down, and this run is killed with it). Until then, wait."""
+    sys.stderr.write(f"srun: error: lost contact with {','.join(nodes)}: waiting for the "
+                     f"controller to act on the node failure\n")
+    deadline = time.monotonic() + NODE_FAILURE_PATIENCE
+    while time.monotonic() < deadline:
+        try:
+            jobs, _ = client.jobs(job_ids=[job_id], include_finished=True)
+            if not jobs or jobs[0].state != "RUNNING" or jobs[0].restart_count != restart_count:
+                return
+        except Exception:  # controller away for a moment: keep waiting
+            pass
+        time.sleep(1.0)
 
 
 def _install_signals(session: StepSession, job_id: int, step_id: int) -> None:

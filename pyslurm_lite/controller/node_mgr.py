@@ -33,7 +33,7 @@ class NodeManager:
         return node
 
     def register(self, name: str, cpus: int, memory: int, gpus: list[GpuDevice], running: dict[int, int],
-                 boot_time: float, version: str) -> list[int]:
+                 boot_time: float, version: str) -> tuple[list[int], Effects]:
         """An agent (re)joined; returns job ids it must kill. `running`: job id -> restart count."""
         now = self.s.clock()
         with self.s.lock:
@@ -47,10 +47,10 @@ class NodeManager:
                 node.state = NodeState.IDLE
                 if node.reason == "Not responding":
                     node.reason = ""
-            kill, changed = self._reconcile(name, running, now, grace=0.0)
+            kill, _, signals = self._reconcile(name, running, now, grace=0.0)
             self.s.refresh_node(name)
         self.s.changed.set()
-        return kill
+        return kill, Effects(signals=signals)
 
     def _admin_down(self, node) -> bool:
         return node.state == NodeState.DOWN and node.reason not in ("", "Not responding")
@@ -70,12 +70,13 @@ class NodeManager:
                 if job.state == JobState.PENDING:
                     job.allocations = []
                 lost.append(job)
+        signals = []
         for job in lost:
             if job.state == JobState.RUNNING:
                 log.warning("job %s is not running on %s: requeued or failed", job.job_id, name)
-                self._node_failed_job(job)
+                signals += self._node_failed_job(job, name)
         self.s.save(lost)
-        return kill, lost
+        return kill, lost, signals
 
     def _believes_running(self, job_id: int, restart_count: int, node: str) -> bool:
         job = self.s.jobs.get(job_id)
@@ -86,37 +87,54 @@ class NodeManager:
         return job.state == JobState.RUNNING and job.restart_count == restart_count \
             and node in job.node_names
 
-    def _node_failed_job(self, job) -> list[Signal]:
-        """A job lost with its node: requeue it when allowed, else NODE_FAIL."""
-        others = job.allocations[1:]
-        signals = [Signal(a.node, [job.job_id], 9, True, False, "node_fail") for a in others]
+    def _node_failed_job(self, job, failed: str) -> list[Signal]:
+        """A job lost its processes on `failed`: requeue it when allowed, else NODE_FAIL. Its
+        nodes that are still alive end this run (SIGTERM, then SIGKILL) and the job keeps their
+        resources until its batch host confirms; when the batch host is the one that failed,
+        nothing will confirm, so they are free at once."""
+        batch_host = job.batch_host or (job.node_names[0] if job.node_names else "")
         if job.spec.requeue and self.s.cfg.job_requeue and job.spec.batch:
-            job.state = JobState.NODE_FAIL  # so requeue sees a finished run, then PENDING
-            self.s.release_allocations(job)
-            job.allocations = []
-            self.jobs.requeue(job)
+            signals = self.jobs.requeue(job)
         else:
-            job.state, job.reason, job.end_time = JobState.NODE_FAIL, Reason.NONE, self.s.clock()
+            signals = self.jobs._end(job, JobState.NODE_FAIL, Reason.NONE)
+        if batch_host == failed or not job.spec.batch:
             self.s.release_allocations(job)
-        return signals
+            if job.state == JobState.PENDING:
+                job.allocations = []
+        return [sig for sig in signals if sig.node != failed]
+
+    def job_lost(self, job_id: int, node: str, when: float) -> Effects:
+        """An agent that restarted found (and killed) this job's processes from before: the run
+        lost its tasks there, as if the node had failed. A later run is not affected."""
+        effects = Effects()
+        with self.s.lock:
+            job = self.s.jobs.get(job_id)
+            if job is None or job.state != JobState.RUNNING or node not in job.node_names \
+                    or job.start_time > when:
+                return effects
+            log.warning("job %s lost its processes on %s (agent restarted): requeued or failed", job_id, node)
+            effects.signals += self._node_failed_job(job, node)
+            self.s.save([job])
+        self.s.changed.set()
+        return effects
 
     def heartbeat(self, name: str, instance: str, running: dict[int, int], free_memory: int,
-                  load: float) -> bool:
+                  load: float) -> tuple[bool, Effects]:
         """Returns True when the agent must register again (controller restarted, or DOWN)."""
         now = self.s.clock()
         with self.s.lock:
             node = self._node(name)
             if instance != self.s.instance or name not in self.s.registered:
-                return True
+                return True, Effects()
             node.last_heartbeat, node.free_memory, node.cpu_load = now, free_memory, load
             if not node.responding:
                 node.responding = True
                 self.s.refresh_node(name)
                 self.s.changed.set()
-            _, lost = self._reconcile(name, running, now, grace=HEARTBEAT_GRACE)
+            _, lost, signals = self._reconcile(name, running, now, grace=HEARTBEAT_GRACE)
         if lost:
             self.s.changed.set()
-        return False
+        return False, Effects(signals=signals)
 
     def monitor(self, now: float) -> Effects:
         """Mark nodes silent for SlurmdTimeout DOWN ("Not responding"); their jobs fail over."""
@@ -132,7 +150,7 @@ class NodeManager:
                     self.s.registered.discard(node.name)
                     for job in list(self.s.jobs.values()):
                         if node.name in job.node_names and job.state == JobState.RUNNING:
-                            effects.signals += self._node_failed_job(job)
+                            effects.signals += self._node_failed_job(job, node.name)
                             changed.append(job)
                         elif node.name in job.node_names and job.job_id in self.s.completing:
                             self.s.release_allocations(job)
@@ -149,7 +167,7 @@ class NodeManager:
         for job in list(self.s.jobs.values()):
             if name in job.node_names and job.state == JobState.RUNNING:
                 signals += [Signal(name, [job.job_id], 9, True, False, "node_fail")]
-                signals += self._node_failed_job(job)
+                signals += self._node_failed_job(job, name)
                 changed.append(job)
         self.s.save(changed)
         return signals

@@ -141,18 +141,23 @@ class ControllerServicer(controller_pb2_grpc.ControllerServicer):
     @rpc_method
     def RegisterNode(self, request, context):
         self.dispatch.send(self.jobs.jobs_ended(_endings(request.events)))
-        kill = self.nodes.register(
+        for ev in request.events:
+            if ev.kind == "lost":
+                self.dispatch.send(self.nodes.job_lost(ev.job_id, request.node, ev.time))
+        kill, effects = self.nodes.register(
             request.node, request.cpus, request.memory,
             [wire.from_msg(g, GpuDevice) for g in request.gpus],
             {r.job_id: r.restart_count for r in request.running}, request.boot_time, request.version)
+        self.dispatch.send(effects)
         return pb.RegisterNodeReply(instance=self.s.instance, kill_job_ids=kill,
                                     heartbeat_interval=self.s.cfg.heartbeat_interval)
 
     @rpc_method
     def NodeHeartbeat(self, request, context):
-        again = self.nodes.heartbeat(request.node, request.instance,
-                                     {r.job_id: r.restart_count for r in request.running},
-                                     request.free_memory, request.cpu_load)
+        again, effects = self.nodes.heartbeat(request.node, request.instance,
+                                              {r.job_id: r.restart_count for r in request.running},
+                                              request.free_memory, request.cpu_load)
+        self.dispatch.send(effects)
         return pb.NodeHeartbeatReply(reregister=again)
 
     @rpc_method
