@@ -51,6 +51,9 @@ class Config:
     heartbeat_interval: float = 2.0  # seconds between agent heartbeats
     job_requeue: bool = True
     return_to_service: int = 1
+    max_batch_requeue: int = 5  # node-failure requeues before a job is held instead
+    health_check_program: str = ""
+    health_check_interval: int = 0  # seconds; 0 = never
     first_job_id: int = 1
     task_plugin: str = "task/cgroup"
     proctrack_type: str = "proctrack/auto"  # cgroup when the host has a usable hierarchy
@@ -191,6 +194,9 @@ _SIMPLE_KEYS = {
     "slurmdtimeout": ("slurmd_timeout", int),
     "heartbeatinterval": ("heartbeat_interval", float),
     "returntoservice": ("return_to_service", int),
+    "maxbatchrequeue": ("max_batch_requeue", int),
+    "healthcheckprogram": ("health_check_program", str),
+    "healthcheckinterval": ("health_check_interval", int),
     "firstjobid": ("first_job_id", int),
     "taskplugin": ("task_plugin", str),
     "proctracktype": ("proctrack_type", str),

@@ -192,18 +192,20 @@ class RegisterNodeReply(_message.Message):
     def __init__(self, instance: _Optional[str] = ..., kill_job_ids: _Optional[_Iterable[int]] = ..., heartbeat_interval: _Optional[float] = ...) -> None: ...
 
 class NodeHeartbeatRequest(_message.Message):
-    __slots__ = ("node", "instance", "running", "free_memory", "cpu_load")
+    __slots__ = ("node", "instance", "running", "free_memory", "cpu_load", "health_error")
     NODE_FIELD_NUMBER: _ClassVar[int]
     INSTANCE_FIELD_NUMBER: _ClassVar[int]
     RUNNING_FIELD_NUMBER: _ClassVar[int]
     FREE_MEMORY_FIELD_NUMBER: _ClassVar[int]
     CPU_LOAD_FIELD_NUMBER: _ClassVar[int]
+    HEALTH_ERROR_FIELD_NUMBER: _ClassVar[int]
     node: str
     instance: str
     running: _containers.RepeatedCompositeFieldContainer[_types_pb2.RunningJob]
     free_memory: int
     cpu_load: float
-    def __init__(self, node: _Optional[str] = ..., instance: _Optional[str] = ..., running: _Optional[_Iterable[_Union[_types_pb2.RunningJob, _Mapping]]] = ..., free_memory: _Optional[int] = ..., cpu_load: _Optional[float] = ...) -> None: ...
+    health_error: str
+    def __init__(self, node: _Optional[str] = ..., instance: _Optional[str] = ..., running: _Optional[_Iterable[_Union[_types_pb2.RunningJob, _Mapping]]] = ..., free_memory: _Optional[int] = ..., cpu_load: _Optional[float] = ..., health_error: _Optional[str] = ...) -> None: ...
 
 class NodeHeartbeatReply(_message.Message):
     __slots__ = ("reregister",)

@@ -13,6 +13,7 @@ import logging
 import os
 import queue
 import signal
+import subprocess
 import threading
 import time
 from concurrent import futures
@@ -42,6 +43,32 @@ RETRY_DELAY = 0.5  # seconds between attempts to reach an absent controller
 RPC_TIMEOUT = 10.0
 
 
+class HealthCheck:
+    """HealthCheckProgram every HealthCheckInterval seconds; its last complaint ("" when it
+    passed) rides on the heartbeat, and the controller drains the node."""
+
+    TIMEOUT = 60  # seconds a health check may take
+
+    def __init__(self, program: str, interval: int):
+        self.program, self.interval, self.error = program, interval, ""
+
+    def run_once(self) -> str:
+        try:
+            r = subprocess.run(self.program, shell=True, capture_output=True, text=True,
+                               timeout=self.TIMEOUT)
+        except subprocess.TimeoutExpired:
+            return f"{self.program} timed out"
+        if r.returncode == 0:
+            return ""
+        said = (r.stdout + r.stderr).strip().splitlines()
+        return said[0] if said else f"{self.program} exited {r.returncode}"
+
+    def run_forever(self, stop: threading.Event) -> None:
+        while self.program and self.interval > 0 and not stop.is_set():
+            self.error = self.run_once()
+            stop.wait(self.interval)
+
+
 class Agent:
     def __init__(self, cfg, node: str, spool: str | None = None):
         if node not in cfg.nodes:
@@ -60,6 +87,7 @@ class Agent:
         self.stop = threading.Event()
         self.stub = controller_pb2_grpc.ControllerStub(client_channel(cfg.controller_target))
         self.boot_time = psutil.boot_time()
+        self.health = HealthCheck(cfg.health_check_program, cfg.health_check_interval)
 
     # ---- the link -----------------------------------------------------------------------------
     def _report(self, event: dict) -> None:
@@ -118,7 +146,7 @@ class Agent:
         self._drain_queue(0)
         self.report_once()
         req = cpb.NodeHeartbeatRequest(
-            node=self.node, instance=self.instance, running=running,
+            node=self.node, instance=self.instance, running=running, health_error=self.health.error,
             free_memory=psutil.virtual_memory().available // (1024 * 1024),
             cpu_load=os.getloadavg()[0])
         if self.stub.NodeHeartbeat(req, timeout=RPC_TIMEOUT, metadata=daemon_metadata(self.key)).reregister:
@@ -161,6 +189,8 @@ class Agent:
         bound = bind(self.server, f"{node_cfg.addr}:{port}")
         self.server.start()
         threading.Thread(target=self.link_loop, daemon=True, name="link").start()
+        threading.Thread(target=self.health.run_forever, args=(self.stop,), daemon=True,
+                         name="health").start()
         log.info("agent %s listening on %s:%s, %d GPU(s)%s, process tracking: %s", self.node,
                  node_cfg.addr, bound, len(self.gpus),
                  " (simulated)" if self.gpus and self.gpus[0].simulated else "", self.tracker.name)

@@ -159,8 +159,10 @@ class JobManager:
             raise PermissionDenied("Access/permission denied")
 
     # ---- cancel and signal --------------------------------------------------------------------
-    def cancel(self, flt: JobFilter, caller: Caller, signo: int = 0, batch_only: bool = False
-               ) -> tuple[list[int], list[tuple[int, str]], Effects]:
+    def cancel(self, flt: JobFilter, caller: Caller, signo: int = 0, batch_only: bool = False,
+               full: bool = False) -> tuple[list[int], list[tuple[int, str]], Effects]:
+        """scancel. With a signal: --batch signals the batch shell, --full every process of the
+        job, neither every process but the batch shell (Slurm's "the steps")."""
         done, errors, effects = [], [], Effects()
         with self.s.lock:
             targets = [j for j in self.s.jobs.values() if flt.matches(j)]
@@ -178,7 +180,10 @@ class JobManager:
                 if job.state.is_final:
                     continue
                 if signo and job.state == JobState.RUNNING:
-                    effects.signals += self._signal_effects(job, signo, batch_only=batch_only)
+                    effects.signals += [
+                        Signal(n, [job.job_id], signo, batch_only=batch_only,
+                               steps_only=not (batch_only or full))
+                        for n in (job.node_names[:1] if batch_only else job.node_names)]
                 elif not signo or job.state == JobState.PENDING:
                     effects.signals += self._end(job, JobState.CANCELLED, Reason.NONE)
                     changed.append(job)

@@ -43,8 +43,9 @@ class NodeManager:
             node.gpus = gpus or node.gpus
             node.responding, node.last_heartbeat = True, now
             self.s.registered.add(name)
-            if node.state in (NodeState.UNKNOWN, NodeState.DOWN) and not self._admin_down(node):
-                node.state = NodeState.IDLE
+            returns = self.s.cfg.return_to_service >= 1 or node.reason != "Not responding"
+            if node.state in (NodeState.UNKNOWN, NodeState.DOWN) and not self._admin_down(node) and returns:
+                node.state = NodeState.IDLE  # ReturnToService=1: a node that answers again is back
                 if node.reason == "Not responding":
                     node.reason = ""
             kill, _, signals = self._reconcile(name, running, now, grace=0.0)
@@ -94,7 +95,9 @@ class NodeManager:
         nothing will confirm, so they are free at once."""
         batch_host = job.batch_host or (job.node_names[0] if job.node_names else "")
         if job.spec.requeue and self.s.cfg.job_requeue and job.spec.batch:
-            signals = self.jobs.requeue(job)
+            # past MaxBatchRequeue the job waits, held, for a person to look (Slurm's
+            # launch_failed_requeued_held) rather than churn on bad nodes forever
+            signals = self.jobs.requeue(job, hold=job.restart_count >= self.s.cfg.max_batch_requeue)
         else:
             signals = self.jobs._end(job, JobState.NODE_FAIL, Reason.NONE)
         if batch_host == failed or not job.spec.batch:
@@ -117,6 +120,16 @@ class NodeManager:
             self.s.save([job])
         self.s.changed.set()
         return effects
+
+    def health(self, name: str, error: str) -> None:
+        """HealthCheckProgram failed on the node: drain it (a person resumes it), as Slurm's NHC."""
+        with self.s.lock:
+            node = self._node(name)
+            if not error or node.drain:
+                return
+            log.warning("node %s failed its health check: %s", name, error)
+            node.drain, node.reason, node.reason_time = True, f"HealthCheck: {error}"[:200], self.s.clock()
+            self.s.store.save_node(name, True, node.state == NodeState.DOWN, node.reason, node.reason_time)
 
     def heartbeat(self, name: str, instance: str, running: dict[int, int], free_memory: int,
                   load: float) -> tuple[bool, Effects]:

@@ -74,7 +74,7 @@ class ControllerServicer(controller_pb2_grpc.ControllerServicer):
     @rpc_method
     def CancelJobs(self, request, context):
         done, errors, effects = self.jobs.cancel(_filter(request.filter), _caller(context),
-                                                 request.signal, request.batch_only)
+                                                 request.signal, request.batch_only, request.full)
         self.dispatch.send(effects)
         return pb.CancelJobsReply(job_ids=done, errors=[pb.JobError(job_id=j, message=m) for j, m in errors])
 
@@ -154,6 +154,8 @@ class ControllerServicer(controller_pb2_grpc.ControllerServicer):
 
     @rpc_method
     def NodeHeartbeat(self, request, context):
+        if request.health_error:
+            self.nodes.health(request.node, request.health_error)
         again, effects = self.nodes.heartbeat(request.node, request.instance,
                                               {r.job_id: r.restart_count for r in request.running},
                                               request.free_memory, request.cpu_load)

@@ -22,7 +22,12 @@ def _prepare(directory):
     directory.mkdir(exist_ok=True)
     conf = write_config(str(directory), 2, 2, 2000, 0)
     text = open(conf).read().replace("SlurmdTimeout=30", f"SlurmdTimeout={SLURMD_TIMEOUT}")
+    # a health check that fails while a flag file exists (an operator's NHC would test disks...)
+    sick = directory / "sick-$SLURMD_NODENAME"
+    text += (f"HealthCheckProgram=\"test ! -e {directory}/sick || (echo disk full; exit 1)\"\n"
+             "HealthCheckInterval=1\n")
     open(conf, "w").write(text)
+    del sick
 
 
 @pytest.fixture(scope="module")
@@ -116,3 +121,22 @@ def test_job_requeues_itself_after_usr1_and_continues(faulty, tmp_path):
     assert "got USR1" in text and "self restart=1 from=step=5" in text, text
     r = faulty.run(["scontrol", "show", "job", str(job_id)])
     assert "Restarts=1" in r.stdout
+
+
+def test_failing_health_check_drains_the_node(faulty):
+    flag = faulty.dir / "sick"
+    flag.write_text("")
+    try:
+        deadline = time.monotonic() + 20
+        out = ""
+        while time.monotonic() < deadline:
+            out = faulty.run(["sinfo", "-h", "-N", "-o", "%N %T %E"]).stdout
+            if out.count("HealthCheck: disk full") == 2:
+                break
+            time.sleep(0.3)
+        assert out.count("HealthCheck: disk full") == 2, out
+    finally:
+        flag.unlink()
+    assert faulty.run(["scontrol", "update", "NodeName=node[1-2]", "State=RESUME"]).returncode == 0
+    out = faulty.run(["sinfo", "-h", "-N", "-o", "%T"]).stdout.split()
+    assert out == ["idle", "idle"], out
