@@ -239,6 +239,7 @@ class Job:
     batch_host: str = ""
     steps: list[Step] = field(default_factory=list)
     next_step_id: int = 0
+    expected_start: float = 0.0  # pending: when backfill has reserved its start (0: unknown)
 
     @property
     def node_names(self) -> list[str]:

@@ -6,8 +6,10 @@ Jobs, with defaults that describe the common case so each test row states only w
 
 from __future__ import annotations
 
+import math
+
 from pyslurm_lite.model import GresRequest, Job, JobSpec, JobState, NodeAllocation, parse_constraint
-from pyslurm_lite.sched import JobView, NodeView, PartitionView, Snapshot
+from pyslurm_lite.sched import JobView, NodeView, PartitionView, RunningView, Snapshot
 
 DEFAULT_PARTITION = "main"
 
@@ -16,7 +18,7 @@ def job(job_id: int, *, cpus: int = 1, mem: int = 100, nodes: int = 1, gpus: int
         gpu_type: str = "", priority: int | None = None, submit: float | None = None,
         partition: str = DEFAULT_PARTITION, exclusive: bool = False, begin: float = 0.0,
         held: bool = False, held_by_admin: bool = False, features: tuple[str, ...] = (),
-        constraint: str = "") -> JobView:
+        constraint: str = "", limit: int = -1) -> JobView:
     """A pending job asking for `cpus`/`mem` (MiB)/`gpus` on each of `nodes` nodes.
 
     By default priority decreases and submit time increases with the job id, as in the
@@ -29,7 +31,7 @@ def job(job_id: int, *, cpus: int = 1, mem: int = 100, nodes: int = 1, gpus: int
         partition=partition, num_nodes=nodes,
         cpus_per_node=(cpus,) * nodes, mem_per_node=(mem,) * nodes,
         gpus_per_node=gpus, gpu_type=gpu_type, exclusive=exclusive, begin_time=begin,
-        held=held, held_by_admin=held_by_admin,
+        held=held, held_by_admin=held_by_admin, time_limit=limit,
         features=parse_constraint(constraint) if constraint else ((tuple(features),) if features else ()))
 
 
@@ -55,12 +57,17 @@ def partition(name: str = DEFAULT_PARTITION, nodes=(), up: bool = True) -> Parti
     return PartitionView(name=name, nodes=tuple(nodes), up=up)
 
 
-def snapshot(jobs=(), nodes=(), partitions=None) -> Snapshot:
+def running(job_id: int, node: str, *, cpus: int = 1, mem: int = 100, gpus=(), end: float = math.inf):
+    """A running job holding cpus/mem/gpus on node until `end` (its time limit)."""
+    return RunningView(job_id, (NodeAllocation(node, cpus, mem, list(gpus)),), end)
+
+
+def snapshot(jobs=(), nodes=(), partitions=None, running=()) -> Snapshot:
     """A snapshot; without `partitions`, one partition 'main' holding every node."""
     if partitions is None:
         partitions = [partition(DEFAULT_PARTITION, [n.name for n in nodes])]
     return Snapshot(jobs=tuple(jobs), nodes=tuple(nodes),
-                    partitions={p.name: p for p in partitions})
+                    partitions={p.name: p for p in partitions}, running=tuple(running))
 
 
 def model_job(job_id: int = 42, *, nodes=("node1",), cpus: int = 1, gpus=(), name: str = "train",

@@ -103,7 +103,8 @@ FIELDS = {
     "N": lambda j, now: collect(_nodes(j)),
     "B": lambda j, now: j.allocations[0].node if j.allocations else "n/a",
     "b": lambda j, now: gres_text(j.spec),
-    "S": lambda j, now: format_timestamp(j.start_time) if j.start_time else "N/A",
+    "S": lambda j, now: _start(j),
+    "Y": lambda j, now: "(null)",
     "V": lambda j, now: format_timestamp(j.submit_time),
     "e": lambda j, now: format_timestamp(j.end_time) if j.end_time else "N/A",
     "Q": lambda j, now: str(0 if j.held else j.priority),
@@ -121,9 +122,14 @@ FIELDS = {
     "h": lambda j, now: "NO" if j.spec.exclusive else "OK",
     "n": lambda j, now: j.spec.nodelist,
     "x": lambda j, now: j.spec.exclude,
-    "Y": lambda j, now: "(null)",
     "K": lambda j, now: "N/A",
 }
+
+
+def _start(job) -> str:
+    """%S: when it started, or (pending) when backfill expects it to."""
+    when = job.expected_start if job.state == "PENDING" else job.start_time
+    return format_timestamp(when) if when else "N/A"
 
 
 def _blank(job, now) -> str:

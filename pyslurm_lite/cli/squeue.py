@@ -12,6 +12,7 @@ from .jobfields import COMPACT, FIELDS, HEADERS, _blank
 PROG = "squeue"
 DEFAULT_FORMAT = "%.18i %.9P %.8j %.8u %.2t %.10M %.6D %R"
 LONG_FORMAT = "%.18i %.9P %.8j %.8u %.8T %.10M %.9l %.6D %R"
+START_FORMAT = "%.18i %.9P %.8j %.8u %.2t %.19S %.6D %20Y %R"
 STATE_ORDER = {"PENDING": 0, "RUNNING": 1, "SUSPENDED": 2, "COMPLETING": 3}
 
 
@@ -33,6 +34,7 @@ def build_parser() -> SlurmArgParser:
     a("-i", "--iterate", type=int)
     a("--sort")
     a("-s", "--steps", nargs="?", const="")
+    a("--start", action="store_true")
     p.add_argument("--help", action="help")
     return p
 
@@ -81,7 +83,10 @@ def main_args(argv: list[str]) -> int:
     if ns.steps is not None:
         return _print_steps(jobs, now, ns)
     jobs.sort(key=lambda j: (STATE_ORDER.get(j.state, 4), -(0 if j.held else j.priority), j.job_id))
-    form = ns.format or (LONG_FORMAT if ns.long else DEFAULT_FORMAT)
+    if ns.start:  # pending jobs, soonest expected first (unknown last), as Slurm's --start
+        jobs = sorted((j for j in jobs if j.state == "PENDING"),
+                      key=lambda j: (not j.expected_start, j.expected_start, j.job_id))
+    form = ns.format or (START_FORMAT if ns.start else LONG_FORMAT if ns.long else DEFAULT_FORMAT)
     tokens = fmt.parse(form)
     out = []
     if ns.long and not ns.format:

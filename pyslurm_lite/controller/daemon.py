@@ -21,7 +21,8 @@ import grpc
 from .. import config as config_mod
 from .._proto import controller_pb2_grpc
 from ..rpcutil import SERVER_OPTIONS, AuthInterceptor, bind as bind_port, load_or_create_key
-from ..sched import schedule
+from ..errors import ConfigError
+from ..sched import SchedConfig, schedule
 from .dispatch import Dispatcher
 from .job_mgr import JobManager
 from .node_mgr import NodeManager
@@ -49,11 +50,15 @@ class Controller:
         self.steps = StepManager(self.state, key_of=lambda: self.dispatch.key)
         self.stop = threading.Event()
         self.server = None
+        kind = cfg.extra.get("schedulertype", "sched/backfill")
+        if kind not in ("sched/backfill", "sched/builtin"):
+            raise ConfigError(f"{cfg.path}: unknown SchedulerType={kind}; valid: sched/backfill, sched/builtin")
+        self.sched_config = SchedConfig(backfill=kind == "sched/backfill")
 
     def schedule_once(self, now: float) -> int:
         with self.state.lock:
             snap = self.state.snapshot()
-        plan = schedule(snap, now)
+        plan = schedule(snap, now, self.sched_config)
         effects = self.jobs.apply_plan(plan)
         self.dispatch.send(effects)
         return len(plan.starts)

@@ -278,8 +278,10 @@ class JobManager:
         with self.s.lock:
             for jid, reason in plan.reasons.items():
                 job = self.s.jobs.get(jid)
-                if job is not None and job.state == JobState.PENDING and job.reason != reason:
-                    job.reason = reason
+                expected = plan.reservations.get(jid, 0.0)
+                if job is not None and job.state == JobState.PENDING and \
+                        (job.reason != reason or job.expected_start != expected):
+                    job.reason, job.expected_start = reason, expected
                     self.s.touch(job)
             for start in plan.starts:
                 job = self.s.jobs.get(start.job_id)

@@ -7,12 +7,13 @@ restart scan finds exactly what was acknowledged. Must not: talk to agents (disp
 
 from __future__ import annotations
 
+import math
 import threading
 import uuid
 
 from ..config import Config
 from ..model import GpuDevice, Job, JobState, Node, NodeAllocation, NodeState, parse_constraint
-from ..sched import JobView, NodeView, PartitionView, Snapshot
+from ..sched import JobView, NodeView, PartitionView, RunningView, Snapshot
 from .store import Store
 
 MIN_JOB_AGE = 300  # seconds a finished job stays in memory (squeue -j still shows it), as Slurm
@@ -163,7 +164,14 @@ class ClusterState:
         nodes = tuple(self.node_view(n) for n in self.nodes.values())
         parts = {p.name: PartitionView(p.name, tuple(p.nodes), p.state == "UP")
                  for p in self.cfg.partitions.values()}
-        return Snapshot(jobs=pending, nodes=nodes, partitions=parts)
+        now = self.clock()
+        running = tuple(
+            RunningView(j.job_id, tuple(j.allocations),
+                        now if j.job_id in self.completing else
+                        (j.start_time + j.time_limit * 60 if j.time_limit > 0 else math.inf))
+            for j in self.jobs.values()
+            if j.allocations and (j.state == JobState.RUNNING or j.job_id in self.completing))
+        return Snapshot(jobs=pending, nodes=nodes, partitions=parts, running=running)
 
     def fits_now(self, allocation: NodeAllocation, exclusive: bool) -> bool:
         """Re-check one planned allocation against live state (the plan may be stale)."""

@@ -46,6 +46,16 @@ class NodeView:
 
 
 @dataclass(frozen=True)
+class RunningView:
+    """A running job as backfill sees it: what it holds and when it will have let go at the
+    latest (its time limit; math.inf when it has none)."""
+
+    job_id: int
+    allocations: tuple[NodeAllocation, ...]
+    end: float
+
+
+@dataclass(frozen=True)
 class PartitionView:
     name: str
     nodes: tuple[str, ...]
@@ -57,6 +67,7 @@ class Snapshot:
     jobs: tuple[JobView, ...]
     nodes: tuple[NodeView, ...]
     partitions: dict = field(default_factory=dict)  # name -> PartitionView
+    running: tuple[RunningView, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -71,3 +82,4 @@ class Start:
 class Plan:
     starts: list[Start] = field(default_factory=list)
     reasons: dict[int, Reason] = field(default_factory=dict)  # pending job -> why it waits
+    reservations: dict[int, float] = field(default_factory=dict)  # blocked job -> expected start
