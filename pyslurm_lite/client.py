@@ -64,7 +64,6 @@ class Client:
         """Submit many specs, `batch` per call; each call is committed as a whole before it
         returns. Job ids come back in the specs' order."""
         from . import wire
-        from ._proto import types_pb2
         ids: list[int] = []
         for i in range(0, len(specs), batch):
             req = self._pb().SubmitJobsRequest()

@@ -9,7 +9,6 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Optional
 
 UNLIMITED = -1  # a time limit (minutes) with no bound, Slurm's INFINITE
 

@@ -169,3 +169,25 @@ def cluster(tmp_path_factory):
     finally:
         r = c.down()
         assert r.returncode == 0, f"cluster down failed: {r.stdout}{r.stderr}"
+
+
+def configured_cluster(tmp_path_factory, name: str, shape: tuple, extra: str = "",
+                       replace: dict[str, str] | None = None):
+    """A local cluster whose slurm.conf (as `cluster up` writes it) has `replace` applied
+    (old -> new text) and `extra` lines appended before it starts; yield it, then bring it down.
+    Use from a module-scoped fixture: `yield from configured_cluster(...)`."""
+    from pyslurm_lite.cli.cluster import write_config
+
+    def prepare(directory: Path) -> None:
+        directory.mkdir(exist_ok=True)
+        conf = write_config(str(directory), *shape)
+        text = open(conf).read()
+        for old, new in (replace or {}).items():
+            text = text.replace(old, new)
+        open(conf, "w").write(text + extra)
+
+    c = start_cluster(tmp_path_factory.mktemp(name) / "c", shape=shape, prepare=prepare)
+    try:
+        yield c
+    finally:
+        c.down()

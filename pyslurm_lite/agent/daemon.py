@@ -49,13 +49,14 @@ class HealthCheck:
 
     TIMEOUT = 60  # seconds a health check may take
 
-    def __init__(self, program: str, interval: int):
+    def __init__(self, program: str, interval: int, env: dict[str, str] | None = None):
         self.program, self.interval, self.error = program, interval, ""
+        self.env = env
 
     def run_once(self) -> str:
         try:
             r = subprocess.run(self.program, shell=True, capture_output=True, text=True,
-                               timeout=self.TIMEOUT)
+                               timeout=self.TIMEOUT, env=self.env)
         except subprocess.TimeoutExpired:
             return f"{self.program} timed out"
         if r.returncode == 0:
@@ -87,7 +88,8 @@ class Agent:
         self.stop = threading.Event()
         self.stub = controller_pb2_grpc.ControllerStub(client_channel(cfg.controller_target))
         self.boot_time = psutil.boot_time()
-        self.health = HealthCheck(cfg.health_check_program, cfg.health_check_interval)
+        self.health = HealthCheck(cfg.health_check_program, cfg.health_check_interval,
+                                  dict(os.environ, SLURM_CONF=cfg.path, SLURMD_NODENAME=node))
 
     # ---- the link -----------------------------------------------------------------------------
     def _report(self, event: dict) -> None:

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from conftest import wait_final
 from netns_cluster import NetnsCluster, available
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"

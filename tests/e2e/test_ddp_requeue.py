@@ -13,28 +13,16 @@ from pathlib import Path
 
 import pytest
 
-from pyslurm_lite.cli.cluster import write_config
-
-from conftest import start_cluster, wait_final
+from conftest import configured_cluster, wait_final
 
 pytest.importorskip("torch", reason="torch is not installed (pip install torch==2.13.0)")
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
-def _prepare(directory):
-    directory.mkdir(exist_ok=True)
-    conf = write_config(str(directory), 3, 2, 3000, 1)
-    text = open(conf).read().replace("SlurmdTimeout=30", "SlurmdTimeout=4")
-    open(conf, "w").write(text)
-
-
 @pytest.fixture(scope="module")
 def three(tmp_path_factory):
-    c = start_cluster(tmp_path_factory.mktemp("ddpq") / "c", shape=(3, 2, 3000, 1), prepare=_prepare)
-    try:
-        yield c
-    finally:
-        c.down()
+    yield from configured_cluster(tmp_path_factory, "ddpq", (3, 2, 3000, 1),
+                                  replace={"SlurmdTimeout=30": "SlurmdTimeout=4"})
 
 
 @pytest.mark.slow

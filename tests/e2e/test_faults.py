@@ -11,32 +11,20 @@ import time
 
 import pytest
 
-from pyslurm_lite.cli.cluster import write_config
-
-from conftest import start_cluster, wait_final
+from conftest import configured_cluster, wait_final
 
 SLURMD_TIMEOUT = 4  # seconds of agent silence before its node is DOWN
 
 
-def _prepare(directory):
-    directory.mkdir(exist_ok=True)
-    conf = write_config(str(directory), 2, 2, 2000, 0)
-    text = open(conf).read().replace("SlurmdTimeout=30", f"SlurmdTimeout={SLURMD_TIMEOUT}")
-    # a health check that fails while a flag file exists (an operator's NHC would test disks...)
-    sick = directory / "sick-$SLURMD_NODENAME"
-    text += (f"HealthCheckProgram=\"test ! -e {directory}/sick || (echo disk full; exit 1)\"\n"
-             "HealthCheckInterval=1\n")
-    open(conf, "w").write(text)
-    del sick
-
-
 @pytest.fixture(scope="module")
 def faulty(tmp_path_factory):
-    c = start_cluster(tmp_path_factory.mktemp("faults") / "c", shape=(2, 2, 2000, 0), prepare=_prepare)
-    try:
-        yield c
-    finally:
-        c.down()
+    # a health check that fails while a flag file exists (an operator's NHC would test disks)
+    flag = "$(dirname $SLURM_CONF)/sick"
+    yield from configured_cluster(
+        tmp_path_factory, "faults", (2, 2, 2000, 0),
+        replace={"SlurmdTimeout=30": f"SlurmdTimeout={SLURMD_TIMEOUT}"},
+        extra=f"HealthCheckProgram=\"test ! -e {flag} || (echo disk full; exit 1)\"\n"
+              "HealthCheckInterval=1\n")
 
 
 JOB = """#!/bin/bash
@@ -137,6 +125,7 @@ def test_failing_health_check_drains_the_node(faulty):
         assert out.count("HealthCheck: disk full") == 2, out
     finally:
         flag.unlink()
+    time.sleep(2.5)  # a health check passes (interval 1 s) before the operator resumes the nodes
     assert faulty.run(["scontrol", "update", "NodeName=node[1-2]", "State=RESUME"]).returncode == 0
     out = faulty.run(["sinfo", "-h", "-N", "-o", "%T"]).stdout.split()
     assert out == ["idle", "idle"], out
