@@ -148,9 +148,11 @@ class StepManager:
         gate_r, gate_w = os.pipe()
         mode = ">>" if spec.open_mode == "append" else ">"
         redirect = f'exec {mode}"$1" 2>&1' if out == err else f'exec {mode}"$1" 2{mode}"$2"'
-        # The gate is the shim's stdin: `read` returns when the agent closes its end.
-        cmd = (f'read _; export SLURM_TASK_PID=$$; {redirect} <"$3" || exit 1; '
-               f'shift 3; exec "$0" "$@"')
+        # The gate is the shim's stdin. The agent writes "go" once the shim is in the job's
+        # cgroup; if the agent dies first, `read` meets end-of-file and the shim gives up, so no
+        # job ever runs outside its cgroup, unseen by the agent that restarts.
+        cmd = (f'read go; [ "$go" = go ] || exit 111; export SLURM_TASK_PID=$$; '
+               f'{redirect} <"$3" || exit 1; shift 3; exec "$0" "$@"')
         try:
             proc = subprocess.Popen(
                 ["/bin/sh", "-c", cmd, script, out, err, spec.std_in or "/dev/null", *spec.argv],
@@ -167,7 +169,8 @@ class StepManager:
             os.close(gate_w)
             self.tracker.remove(key)
             raise
-        os.close(gate_w)  # the shim's read returns: the job starts
+        os.write(gate_w, b"go\n")  # the job starts
+        os.close(gate_w)
         if self.tracker.name == "proctrack/pgid":
             # without cgroups, the pid file is the only record of what runs here
             with open(os.path.join(self._job_dir(job), "pid"), "w") as f:

@@ -30,9 +30,11 @@ log = logging.getLogger("pyslurm_lite.agent.taskmgr")
 
 CHUNK = 65536  # bytes read from a task's pipe at a time
 # bash, not sh: its redirections take the gate's file descriptor number whatever it is
-SHIM = 'read -r _ <&"$GATE_FD"; exec {GATE_FD}<&-; unset GATE_FD; export SLURM_TASK_PID=$$; exec "$@"'
-SHIM_FILES = ('read -r _ <&"$GATE_FD"; exec {GATE_FD}<&-; unset GATE_FD; export SLURM_TASK_PID=$$; '
-              'exec >>"$1" 2>>"$2" || exit 1; shift 2; exec "$@"')
+# (the gate: see stepmgr; without the agent's "go" a task never starts)
+_GATE = ('read -r go <&"$GATE_FD"; exec {GATE_FD}<&-; unset GATE_FD; '
+         '[ "$go" = go ] || exit 111; export SLURM_TASK_PID=$$; ')
+SHIM = _GATE + 'exec "$@"'
+SHIM_FILES = _GATE + 'exec >>"$1" 2>>"$2" || exit 1; shift 2; exec "$@"'
 
 
 @dataclass
@@ -177,6 +179,7 @@ class TaskManager:
             os.close(gate_r)
         try:
             self.steps.tracker.add(f"job_{job.job_id}", proc.pid, str(launch.step_id))
+            os.write(gate_w, b"go\n")
         finally:
             os.close(gate_w)
         if wants_stdin and rank == 0:
