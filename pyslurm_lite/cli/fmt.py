@@ -50,25 +50,20 @@ def render_row(tokens: list, getter) -> str:
 
 
 def compile_row(tokens: list, fields: dict, default):
-    """A function job, now -> formatted line, with each token's field function looked up once."""
-    parts = []
-    for t in tokens:
+    """A function (job, now) -> formatted line. The format is turned into one f-string once, so
+    thousands of rows cost one call per field and no per-token branching."""
+    names, pieces = {}, []
+    for i, t in enumerate(tokens):
         if isinstance(t, str):
-            parts.append((None, t, None, False))
+            pieces.append(t.replace("{", "{{").replace("}", "}}"))
+            continue
+        letter, width, right = t
+        names[f"f{i}"] = fields.get(letter, default)
+        if width is None:
+            pieces.append(f"{{f{i}(j, now)}}")
         else:
-            parts.append((fields.get(t[0], default), None, t[1], t[2]))
-
-    def row(obj, now) -> str:
-        out = []
-        for fn, literal, width, right in parts:
-            if fn is None:
-                out.append(literal)
-                continue
-            value = fn(obj, now)
-            if width is not None:
-                value = value[:width]
-                value = value.rjust(width) if right else value.ljust(width)
-            out.append(value)
-        return "".join(out)
-
-    return row
+            pieces.append(f"{{f{i}(j, now)[:{width}]:{'>' if right else '<'}{width}}}")
+    source = "def row(j, now):\n    return f" + repr("".join(pieces)) + "\n"
+    scope = dict(names)
+    exec(compile(source, "<squeue format>", "exec"), scope)  # noqa: S102 - our own format text
+    return scope["row"]

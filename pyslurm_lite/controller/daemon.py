@@ -96,8 +96,9 @@ class Controller:
         self.dispatch.key = key
         self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=16), options=SERVER_OPTIONS,
                                   interceptors=[AuthInterceptor(key, AGENT_METHODS)])
-        controller_pb2_grpc.add_ControllerServicer_to_server(
-            ControllerServicer(self.state, self.jobs, self.nodes, self.dispatch, self.steps), self.server)
+        servicer = ControllerServicer(self.state, self.jobs, self.nodes, self.dispatch, self.steps)
+        self.server.add_generic_rpc_handlers((servicer.raw_handlers(),))  # before the generated
+        controller_pb2_grpc.add_ControllerServicer_to_server(servicer, self.server)
         port = bind_port(self.server, bind or f"0.0.0.0:{self.cfg.controller_port}")
         self.server.start()
         for loop in (self._scheduler_loop, self._monitor_loop):
