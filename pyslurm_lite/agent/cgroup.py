@@ -87,6 +87,9 @@ class Tracker:
     def existing(self) -> list[str]:
         return []
 
+    def close(self) -> None:
+        """The agent stops: remove its (now empty) scope, so stopped agents leave nothing."""
+
 
 def _write(path: str, value: str) -> None:
     # os-level calls: cgroup files are written several times per job, on the launch path
@@ -249,6 +252,10 @@ class CgroupV1(_CgroupTracker):
             return sorted(os.path.basename(p) for p in _subdirs(base))
         return []
 
+    def close(self) -> None:
+        for base in self.base.values():
+            _rmdir_empty(base)
+
 
 class CgroupV2(_CgroupTracker):
     name = "proctrack/cgroup (v2)"
@@ -323,12 +330,24 @@ class CgroupV2(_CgroupTracker):
     def existing(self) -> list[str]:
         return sorted(os.path.basename(p) for p in _subdirs(self.base))
 
+    def close(self) -> None:
+        _rmdir_empty(self.base)
+
 
 def _subdirs(path: str) -> list[str]:
     try:
         return [e.path for e in os.scandir(path) if e.is_dir()]
     except OSError:
         return []
+
+
+def _rmdir_empty(path: str) -> None:
+    """rmdir path and then its parent pyslurm_lite directory, each only if empty."""
+    for p in (path, os.path.dirname(path)):
+        try:
+            os.rmdir(p)
+        except OSError:
+            return
 
 
 def _rmtree(path: str) -> None:

@@ -204,6 +204,8 @@ class Agent:
     def shutdown(self) -> None:
         self.stop.set()
         self.server.stop(grace=1).wait()
+        if not self.tracker.existing():  # jobs outlive a stopping agent; an empty scope does not
+            self.tracker.close()
 
 
 def main(node: str, conf_path: str | None = None, pid_file: str | None = None) -> None:

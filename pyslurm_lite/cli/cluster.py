@@ -152,6 +152,7 @@ def _kill_leftover_jobs(directory: str, cfg) -> None:
         for key in tracker.existing():
             tracker.kill_all(key, 0)
             tracker.remove(key)
+        tracker.close()
     for pid_file in glob.glob(os.path.join(directory, "state", "agent-*", "job*", "pid")):
         try:
             pid = int(open(pid_file).read().split()[0])

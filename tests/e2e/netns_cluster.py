@@ -141,4 +141,5 @@ class NetnsCluster:
             for key in tracker.existing():
                 tracker.kill_all(key, 0)
                 tracker.remove(key)
+            tracker.close()
         teardown_network(self.hosts)

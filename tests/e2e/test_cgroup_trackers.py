@@ -60,6 +60,8 @@ def test_v1_tracks_and_kills_everything_and_cleans_up():
     tracker = CgroupV1("testnode-v1")
     _exercise(tracker, "job_1", Limits(mem_mb=64))
     _exercise(tracker, "job_2", Limits(mem_mb=64, cpus=[0]))
+    tracker.close()
+    assert not any(os.path.exists(b) for b in tracker.base.values())
 
 
 @pytest.mark.skipif(not os.path.exists(V1_MEMORY), reason="no cgroup v1 memory hierarchy here")
@@ -71,12 +73,15 @@ def test_v1_memory_limit_is_written():
         assert int(_read(path)) == 64 * 1024 * 1024
     finally:
         tracker.remove("job_3")
+        tracker.close()
 
 
 @pytest.mark.skipif(_unified_mount() is None, reason="no cgroup2 mount")
 def test_v2_tracks_and_kills_everything_and_cleans_up():
     tracker = CgroupV2("testnode-v2", _unified_mount())
     _exercise(tracker, "job_1")
+    tracker.close()
+    assert not os.path.exists(tracker.base)
 
 
 @pytest.mark.skipif(_unified_mount() is None, reason="no cgroup2 mount")
@@ -91,3 +96,4 @@ def test_v2_memory_limit_where_the_kernel_allows_it():
         assert int(_read(os.path.join(tracker.base, "job_2", "memory.max"))) == 64 * 1024 * 1024
     finally:
         tracker.remove("job_2")
+        tracker.close()
