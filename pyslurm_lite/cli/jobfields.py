@@ -27,10 +27,6 @@ COMPACT = {"PENDING": "PD", "RUNNING": "R", "SUSPENDED": "S", "COMPLETING": "CG"
            "OUT_OF_MEMORY": "OOM", "PREEMPTED": "PR", "BOOT_FAIL": "BF", "DEADLINE": "DL"}
 
 
-def display_state(job, completing: bool = False) -> str:
-    return job.state
-
-
 def elapsed(job, now: float) -> float:
     if not job.start_time:
         return 0
@@ -134,7 +130,3 @@ def _start(job) -> str:
 
 def _blank(job, now) -> str:
     return ""
-
-
-def job_field(job, letter: str, now: float) -> str:
-    return FIELDS.get(letter, _blank)(job, now)

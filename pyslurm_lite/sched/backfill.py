@@ -81,7 +81,7 @@ def may_backfill(job: JobView, candidates: list[FreeNode], reservation: Reservat
     if ends <= reservation.start:
         return select_nodes(job, candidates)
     # it would still run at the shadow time: only nodes whose extra can hold it are candidates
-    both = [n for n in candidates if n.view.name not in extra or _fits_extra(job, extra[n.view.name])]
+    both = [n for n in candidates if n.view.name not in extra or extra[n.view.name].fits(job, 0)]
     allocations = select_nodes(job, both)
     if allocations is not None:
         for a in allocations:
@@ -91,7 +91,3 @@ def may_backfill(job: JobView, candidates: list[FreeNode], reservation: Reservat
                 extra[a.node].free_gpus = [g for g in extra[a.node].free_gpus if g not in a.gpus]
                 extra[a.node].idle = False
     return allocations
-
-
-def _fits_extra(job: JobView, node: _Copy) -> bool:
-    return node.fits(job, 0)
