@@ -145,6 +145,8 @@ class JobSpec:
     array: str = ""
     cpus_per_gpu: int = 0
     mem_per_gpu: int = 0
+    dependency: str = ""
+    kill_on_invalid_dep: bool = False
 
     def gpus_needed_per_node(self) -> int:
         """GPUs this job needs on each of its nodes, from whichever flag set them."""

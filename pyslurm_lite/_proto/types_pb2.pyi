@@ -17,7 +17,7 @@ class GresRequest(_message.Message):
     def __init__(self, name: _Optional[str] = ..., type: _Optional[str] = ..., count: _Optional[int] = ...) -> None: ...
 
 class JobSpec(_message.Message):
-    __slots__ = ("name", "script", "argv", "work_dir", "std_out", "std_err", "std_in", "open_mode", "partition", "account", "qos", "num_nodes", "num_tasks", "ntasks_set", "cpus_per_task", "ntasks_per_node", "mem_per_node", "mem_per_cpu", "time_limit", "gres", "gpus", "gpus_per_node", "gpu_type", "environment", "export", "begin_time", "hold", "user", "uid", "gid", "groups", "submit_host", "nice", "requeue", "constraint", "exclusive", "comment", "nodelist", "exclude", "signal", "batch", "submit_dir", "array", "cpus_per_gpu", "mem_per_gpu")
+    __slots__ = ("name", "script", "argv", "work_dir", "std_out", "std_err", "std_in", "open_mode", "partition", "account", "qos", "num_nodes", "num_tasks", "ntasks_set", "cpus_per_task", "ntasks_per_node", "mem_per_node", "mem_per_cpu", "time_limit", "gres", "gpus", "gpus_per_node", "gpu_type", "environment", "export", "begin_time", "hold", "user", "uid", "gid", "groups", "submit_host", "nice", "requeue", "constraint", "exclusive", "comment", "nodelist", "exclude", "signal", "batch", "submit_dir", "array", "cpus_per_gpu", "mem_per_gpu", "dependency", "kill_on_invalid_dep")
     class EnvironmentEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -70,6 +70,8 @@ class JobSpec(_message.Message):
     ARRAY_FIELD_NUMBER: _ClassVar[int]
     CPUS_PER_GPU_FIELD_NUMBER: _ClassVar[int]
     MEM_PER_GPU_FIELD_NUMBER: _ClassVar[int]
+    DEPENDENCY_FIELD_NUMBER: _ClassVar[int]
+    KILL_ON_INVALID_DEP_FIELD_NUMBER: _ClassVar[int]
     name: str
     script: str
     argv: _containers.RepeatedScalarFieldContainer[str]
@@ -115,7 +117,9 @@ class JobSpec(_message.Message):
     array: str
     cpus_per_gpu: int
     mem_per_gpu: int
-    def __init__(self, name: _Optional[str] = ..., script: _Optional[str] = ..., argv: _Optional[_Iterable[str]] = ..., work_dir: _Optional[str] = ..., std_out: _Optional[str] = ..., std_err: _Optional[str] = ..., std_in: _Optional[str] = ..., open_mode: _Optional[str] = ..., partition: _Optional[str] = ..., account: _Optional[str] = ..., qos: _Optional[str] = ..., num_nodes: _Optional[int] = ..., num_tasks: _Optional[int] = ..., ntasks_set: _Optional[bool] = ..., cpus_per_task: _Optional[int] = ..., ntasks_per_node: _Optional[int] = ..., mem_per_node: _Optional[int] = ..., mem_per_cpu: _Optional[int] = ..., time_limit: _Optional[int] = ..., gres: _Optional[_Iterable[_Union[GresRequest, _Mapping]]] = ..., gpus: _Optional[int] = ..., gpus_per_node: _Optional[int] = ..., gpu_type: _Optional[str] = ..., environment: _Optional[_Mapping[str, str]] = ..., export: _Optional[str] = ..., begin_time: _Optional[float] = ..., hold: _Optional[bool] = ..., user: _Optional[str] = ..., uid: _Optional[int] = ..., gid: _Optional[int] = ..., groups: _Optional[_Iterable[int]] = ..., submit_host: _Optional[str] = ..., nice: _Optional[int] = ..., requeue: _Optional[bool] = ..., constraint: _Optional[str] = ..., exclusive: _Optional[bool] = ..., comment: _Optional[str] = ..., nodelist: _Optional[str] = ..., exclude: _Optional[str] = ..., signal: _Optional[str] = ..., batch: _Optional[bool] = ..., submit_dir: _Optional[str] = ..., array: _Optional[str] = ..., cpus_per_gpu: _Optional[int] = ..., mem_per_gpu: _Optional[int] = ...) -> None: ...
+    dependency: str
+    kill_on_invalid_dep: bool
+    def __init__(self, name: _Optional[str] = ..., script: _Optional[str] = ..., argv: _Optional[_Iterable[str]] = ..., work_dir: _Optional[str] = ..., std_out: _Optional[str] = ..., std_err: _Optional[str] = ..., std_in: _Optional[str] = ..., open_mode: _Optional[str] = ..., partition: _Optional[str] = ..., account: _Optional[str] = ..., qos: _Optional[str] = ..., num_nodes: _Optional[int] = ..., num_tasks: _Optional[int] = ..., ntasks_set: _Optional[bool] = ..., cpus_per_task: _Optional[int] = ..., ntasks_per_node: _Optional[int] = ..., mem_per_node: _Optional[int] = ..., mem_per_cpu: _Optional[int] = ..., time_limit: _Optional[int] = ..., gres: _Optional[_Iterable[_Union[GresRequest, _Mapping]]] = ..., gpus: _Optional[int] = ..., gpus_per_node: _Optional[int] = ..., gpu_type: _Optional[str] = ..., environment: _Optional[_Mapping[str, str]] = ..., export: _Optional[str] = ..., begin_time: _Optional[float] = ..., hold: _Optional[bool] = ..., user: _Optional[str] = ..., uid: _Optional[int] = ..., gid: _Optional[int] = ..., groups: _Optional[_Iterable[int]] = ..., submit_host: _Optional[str] = ..., nice: _Optional[int] = ..., requeue: _Optional[bool] = ..., constraint: _Optional[str] = ..., exclusive: _Optional[bool] = ..., comment: _Optional[str] = ..., nodelist: _Optional[str] = ..., exclude: _Optional[str] = ..., signal: _Optional[str] = ..., batch: _Optional[bool] = ..., submit_dir: _Optional[str] = ..., array: _Optional[str] = ..., cpus_per_gpu: _Optional[int] = ..., mem_per_gpu: _Optional[int] = ..., dependency: _Optional[str] = ..., kill_on_invalid_dep: _Optional[bool] = ...) -> None: ...
 
 class NodeAllocation(_message.Message):
     __slots__ = ("node", "cpus", "mem", "gpus")

@@ -227,7 +227,10 @@ def spec_from_args(ns, script: str, cwd: str) -> JobSpec:
     if ns.array:
         spec.array = parse_array(ns.array)
     if ns.dependency:
-        raise InvalidRequest("Job dependencies are not supported yet (see the scheduler issue)")
+        from ..sched.dependency import parse as parse_dependency
+        parse_dependency(ns.dependency)  # a malformed dependency is refused at submit
+        spec.dependency = ns.dependency
+    spec.kill_on_invalid_dep = str(ns.kill_on_invalid_dep or "").lower() in ("yes", "1", "true")
     spec.export, spec.environment = export_environment(ns.export, dict(os.environ))
     spec.uid, spec.gid, spec.groups = os.getuid(), os.getgid(), os.getgroups()
     return spec

@@ -278,6 +278,11 @@ class JobManager:
         with self.s.lock:
             for jid, reason in plan.reasons.items():
                 job = self.s.jobs.get(jid)
+                if job is not None and reason == Reason.DEPENDENCY_NEVER and job.spec.kill_on_invalid_dep \
+                        and job.state == JobState.PENDING:
+                    self._end(job, JobState.CANCELLED, Reason.DEPENDENCY_NEVER, now)  # --kill-on-invalid-dep
+                    started.append(job)  # saved below with the starts
+                    continue
                 expected = plan.reservations.get(jid, 0.0)
                 if job is not None and job.state == JobState.PENDING and \
                         (job.reason != reason or job.expected_start != expected):
@@ -295,7 +300,7 @@ class JobManager:
             self.s.save(started)
         by_node: dict[str, list[Job]] = {}
         for job in started:
-            if job.spec.batch:  # an allocation for srun/salloc has no script to launch
+            if job.spec.batch and job.state == JobState.RUNNING:  # an allocation for srun/salloc has no script to launch
                 by_node.setdefault(job.allocations[0].node, []).append(job)
         effects.launches = [Launch(node, jobs) for node, jobs in by_node.items()]
         return effects

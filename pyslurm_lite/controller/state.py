@@ -13,7 +13,7 @@ import uuid
 
 from ..config import Config
 from ..model import GpuDevice, Job, JobState, Node, NodeAllocation, NodeState, parse_constraint
-from ..sched import JobView, NodeView, PartitionView, RunningView, Snapshot
+from ..sched import JobView, NodeView, PartitionView, RunningView, Snapshot, dependency
 from .store import Store
 
 MIN_JOB_AGE = 300  # seconds a finished job stays in memory (squeue -j still shows it), as Slurm
@@ -36,6 +36,7 @@ class ClusterState:
         self._views: dict[int, JobView] = {}
         self.next_job_id = cfg.first_job_id
         self.changed = threading.Event()  # wakes the scheduler
+        self._final_states: dict[int, tuple[str, bool]] = {}  # forgotten jobs' final states
 
     # ---- start-up ------------------------------------------------------------------------------
     def recover(self) -> None:
@@ -171,7 +172,37 @@ class ClusterState:
                         (j.start_time + j.time_limit * 60 if j.time_limit > 0 else math.inf))
             for j in self.jobs.values()
             if j.allocations and (j.state == JobState.RUNNING or j.job_id in self.completing))
-        return Snapshot(jobs=pending, nodes=nodes, partitions=parts, running=running)
+        return Snapshot(jobs=pending, nodes=nodes, partitions=parts, running=running,
+                        dependencies=self.unmet_dependencies())
+
+    def unmet_dependencies(self) -> dict[int, str]:
+        """Pending jobs whose --dependency does not hold yet ("wait") or never will ("never").
+        Jobs no longer in memory are looked up in the store once, then remembered (final states
+        do not change)."""
+        waiting = [j for j in self.jobs.values() if j.state == JobState.PENDING and j.spec.dependency]
+        if not waiting:
+            return {}
+        wanted = set().union(*(dependency.referenced(j.spec.dependency) for j in waiting))
+        missing = [i for i in wanted if i not in self.jobs and i not in self._final_states]
+        if missing:
+            for job in self.store.load_finished(missing):
+                self._final_states[job.job_id] = (job.state.value, bool(job.start_time))
+        states = dict(self._final_states)
+        states.update({i: (j.state.value, bool(j.start_time)) for i, j in self.jobs.items() if i in wanted})
+        unmet = {}
+        for job in waiting:
+            verdict = dependency.evaluate(job.spec.dependency, states, self._singleton_busy(job))
+            if verdict != dependency.OK:
+                unmet[job.job_id] = verdict
+        return unmet
+
+    def _singleton_busy(self, job: Job) -> bool:
+        """singleton: another job of this name and user runs, or an earlier one waits for it."""
+        if "singleton" not in job.spec.dependency:
+            return False
+        return any(o.spec.name == job.spec.name and o.spec.uid == job.spec.uid and o.job_id != job.job_id
+                   and (o.state == JobState.RUNNING or (o.state == JobState.PENDING and o.job_id < job.job_id))
+                   for o in self.jobs.values())
 
     def fits_now(self, allocation: NodeAllocation, exclusive: bool) -> bool:
         """Re-check one planned allocation against live state (the plan may be stale)."""

@@ -2,7 +2,8 @@
 
 Pipeline, wired here and nowhere else:
   1. sort     — priority (desc), submit time, job id: ties break the same way every run;
-  2. filter   — held, not yet eligible (--begin), partition down: the job waits with that reason;
+  2. filter   — held, not yet eligible (--begin), dependency unmet, partition down: the job waits
+                with that reason;
   3. select   — first nodes of the job's partition that fit it (select.py);
   4. reserve  — the first job that does not fit blocks its partition and, with backfill, gets a
                 reservation at its shadow time (backfill.py);
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 
 from ..model import Reason
 from .backfill import may_backfill, reserve
+from .dependency import NEVER
 from .select import FreeNode, capable, select_nodes
 from .snapshot import JobView, Plan, Snapshot, Start
 
@@ -36,6 +38,9 @@ def _filter_reason(job: JobView, snapshot: Snapshot, now: float) -> Reason | Non
         return Reason.HELD_ADMIN if job.held_by_admin else Reason.HELD_USER
     if job.begin_time > now:
         return Reason.BEGIN_TIME
+    unmet = snapshot.dependencies.get(job.job_id)
+    if unmet is not None:
+        return Reason.DEPENDENCY_NEVER if unmet == NEVER else Reason.DEPENDENCY
     part = snapshot.partitions.get(job.partition)
     if part is None or not part.up:
         return Reason.PARTITION_DOWN

@@ -68,6 +68,7 @@ class Snapshot:
     nodes: tuple[NodeView, ...]
     partitions: dict = field(default_factory=dict)  # name -> PartitionView
     running: tuple[RunningView, ...] = ()
+    dependencies: dict = field(default_factory=dict)  # job id -> "wait" | "never" (unmet only)
 
 
 @dataclass(frozen=True)

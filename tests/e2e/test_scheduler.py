@@ -44,3 +44,30 @@ def test_short_job_backfills_without_delaying_the_big_one(one, tmp_path):
               for j in (a, big, short, long)}
     assert starts[short] < starts[big] <= expected  # backfilled ahead, and the big job not delayed
     assert starts[big] <= starts[long]
+
+
+def test_afterok_chain_runs_in_order_and_a_failed_link_stops_it(one, tmp_path):
+    log = tmp_path / "order.log"
+    first = one.sbatch("--wrap", f"sleep 1; echo first >> {log}", cwd=tmp_path)
+    second = one.sbatch(f"--dependency=afterok:{first}", "--wrap", f"echo second >> {log}", cwd=tmp_path)
+    third = one.sbatch(f"--dependency=afterok:{second}", "--wrap", f"echo third >> {log}", cwd=tmp_path)
+    r = one.run(["squeue", "-h", "-j", str(third), "-o", "%T %r"])
+    assert r.stdout.split() == ["PENDING", "Dependency"], r.stdout
+    assert wait_final(one, third, 60) == "COMPLETED"
+    assert log.read_text().split() == ["first", "second", "third"]
+    bad = one.sbatch("--wrap", "exit 3", cwd=tmp_path)
+    never = one.sbatch(f"--dependency=afterok:{bad}", "--wrap", "true", cwd=tmp_path)
+    killed = one.sbatch(f"--dependency=afterok:{bad}", "--kill-on-invalid-dep=yes", "--wrap", "true",
+                        cwd=tmp_path)
+    assert wait_final(one, bad, 30) == "FAILED"
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        r = one.run(["squeue", "-h", "-j", str(never), "-o", "%T %r"])
+        if r.stdout.split() == ["PENDING", "DependencyNeverSatisfied"]:
+            break
+        time.sleep(0.3)
+    assert r.stdout.split() == ["PENDING", "DependencyNeverSatisfied"], r.stdout
+    assert wait_final(one, killed, 15) == "CANCELLED"
+    assert one.run(["scancel", str(never)]).returncode == 0
+    r = one.run(["sbatch", "--dependency=afterok:abc", "--wrap", "true"])
+    assert r.returncode != 0 and "dependency" in r.stderr.lower()
