@@ -153,7 +153,8 @@ def test_spec_from_args(argv, expected, monkeypatch):
     (("--begin", "someday"), "time"),
     (("--array=5-1",), "array"),
     (("--array=0-3",), "array"),  # arrays are not supported yet: refused, never silently ignored
-    (("--dependency=afterok:1",), "dependencies"),
+    (("--dependency=afterok:x",), "dependency"),
+    (("--dependency=before:1",), "dependency"),
 ])
 def test_spec_from_args_rejects(argv, message):
     with pytest.raises(InvalidRequest) as e:
