@@ -72,6 +72,7 @@ class Reason(str, Enum):
     RAISED_SIGNAL = "RaisedSignal"
     LAUNCH_FAILED = "launch_failed_requeued_held"
     BEGIN_REQUEUE = "BeginTime"
+    ARRAY_TASK_LIMIT = "JobArrayTaskLimit"
 
 
 class NodeState(str, Enum):
@@ -241,6 +242,10 @@ class Job:
     steps: list[Step] = field(default_factory=list)
     next_step_id: int = 0
     expected_start: float = 0.0  # pending: when backfill has reserved its start (0: unknown)
+    array_job_id: int = 0  # 0: not part of an array
+    array_task_id: int = 0
+    array_limit: int = 0  # %N throttle, 0 none
+    array_tasks: str = ""  # the array's indices, folded
 
     @property
     def node_names(self) -> list[str]:

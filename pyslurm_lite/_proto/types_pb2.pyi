@@ -134,7 +134,7 @@ class NodeAllocation(_message.Message):
     def __init__(self, node: _Optional[str] = ..., cpus: _Optional[int] = ..., mem: _Optional[int] = ..., gpus: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class Job(_message.Message):
-    __slots__ = ("job_id", "spec", "state", "reason", "priority", "submit_time", "eligible_time", "start_time", "end_time", "exit_code", "exit_signal", "allocations", "restart_count", "held", "held_by_admin", "time_limit", "partition", "master_port", "batch_host", "steps", "next_step_id", "expected_start")
+    __slots__ = ("job_id", "spec", "state", "reason", "priority", "submit_time", "eligible_time", "start_time", "end_time", "exit_code", "exit_signal", "allocations", "restart_count", "held", "held_by_admin", "time_limit", "partition", "master_port", "batch_host", "steps", "next_step_id", "expected_start", "array_job_id", "array_task_id", "array_limit", "array_tasks")
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
     SPEC_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
@@ -157,6 +157,10 @@ class Job(_message.Message):
     STEPS_FIELD_NUMBER: _ClassVar[int]
     NEXT_STEP_ID_FIELD_NUMBER: _ClassVar[int]
     EXPECTED_START_FIELD_NUMBER: _ClassVar[int]
+    ARRAY_JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    ARRAY_TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    ARRAY_LIMIT_FIELD_NUMBER: _ClassVar[int]
+    ARRAY_TASKS_FIELD_NUMBER: _ClassVar[int]
     job_id: int
     spec: JobSpec
     state: str
@@ -179,7 +183,11 @@ class Job(_message.Message):
     steps: _containers.RepeatedCompositeFieldContainer[Step]
     next_step_id: int
     expected_start: float
-    def __init__(self, job_id: _Optional[int] = ..., spec: _Optional[_Union[JobSpec, _Mapping]] = ..., state: _Optional[str] = ..., reason: _Optional[str] = ..., priority: _Optional[int] = ..., submit_time: _Optional[float] = ..., eligible_time: _Optional[float] = ..., start_time: _Optional[float] = ..., end_time: _Optional[float] = ..., exit_code: _Optional[int] = ..., exit_signal: _Optional[int] = ..., allocations: _Optional[_Iterable[_Union[NodeAllocation, _Mapping]]] = ..., restart_count: _Optional[int] = ..., held: _Optional[bool] = ..., held_by_admin: _Optional[bool] = ..., time_limit: _Optional[int] = ..., partition: _Optional[str] = ..., master_port: _Optional[int] = ..., batch_host: _Optional[str] = ..., steps: _Optional[_Iterable[_Union[Step, _Mapping]]] = ..., next_step_id: _Optional[int] = ..., expected_start: _Optional[float] = ...) -> None: ...
+    array_job_id: int
+    array_task_id: int
+    array_limit: int
+    array_tasks: str
+    def __init__(self, job_id: _Optional[int] = ..., spec: _Optional[_Union[JobSpec, _Mapping]] = ..., state: _Optional[str] = ..., reason: _Optional[str] = ..., priority: _Optional[int] = ..., submit_time: _Optional[float] = ..., eligible_time: _Optional[float] = ..., start_time: _Optional[float] = ..., end_time: _Optional[float] = ..., exit_code: _Optional[int] = ..., exit_signal: _Optional[int] = ..., allocations: _Optional[_Iterable[_Union[NodeAllocation, _Mapping]]] = ..., restart_count: _Optional[int] = ..., held: _Optional[bool] = ..., held_by_admin: _Optional[bool] = ..., time_limit: _Optional[int] = ..., partition: _Optional[str] = ..., master_port: _Optional[int] = ..., batch_host: _Optional[str] = ..., steps: _Optional[_Iterable[_Union[Step, _Mapping]]] = ..., next_step_id: _Optional[int] = ..., expected_start: _Optional[float] = ..., array_job_id: _Optional[int] = ..., array_task_id: _Optional[int] = ..., array_limit: _Optional[int] = ..., array_tasks: _Optional[str] = ...) -> None: ...
 
 class Step(_message.Message):
     __slots__ = ("step_id", "name", "state", "nodes", "num_tasks", "tasks_per_node", "cpus_per_task", "start_time", "end_time", "exit_code", "exit_signal", "exclusive", "cpus_per_node")

@@ -66,6 +66,8 @@ def batch_environment(job: Job, cfg: Config, node: str, node_addrs: dict[str, st
     })
     if spec.account:
         env["SLURM_JOB_ACCOUNT"] = spec.account
+    if job.array_job_id:
+        env.update(array_environment(job))
     if spec.submit_host == "":
         env.pop("SLURM_SUBMIT_HOST")
     if spec.cpus_per_task > 1:
@@ -150,3 +152,13 @@ def task_environment(step_env: dict[str, str], rank: int, local_rank: int, node_
     if gpus is not None:
         env.update(gpu_environment(gpus, fenced))
     return env
+
+
+def array_environment(job: Job) -> dict[str, str]:
+    from ..arrays import parse
+    indices, _ = parse(job.array_tasks or str(job.array_task_id))
+    gaps = {b - a for a, b in zip(indices, indices[1:])}
+    return {"SLURM_ARRAY_JOB_ID": str(job.array_job_id), "SLURM_ARRAY_TASK_ID": str(job.array_task_id),
+            "SLURM_ARRAY_TASK_COUNT": str(len(indices)), "SLURM_ARRAY_TASK_MIN": str(indices[0]),
+            "SLURM_ARRAY_TASK_MAX": str(indices[-1]),
+            "SLURM_ARRAY_TASK_STEP": str(gaps.pop() if len(gaps) == 1 else 1)}

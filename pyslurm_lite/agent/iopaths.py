@@ -13,7 +13,8 @@ def expand_pattern(pattern: str, job: Job, node: str, step: str = "batch", task:
     """Slurm's filename patterns: %j %J %x %u %N %n %A %a %s %t %%, with optional zero-padding
     width (%4j)."""
     out, i = [], 0
-    array_id, task_id = job.job_id, 4294967294
+    array_id = job.array_job_id or job.job_id
+    task_id = job.array_task_id if job.array_job_id else 4294967294  # Slurm's "no array" index
     values = {"j": str(job.job_id), "J": str(job.job_id), "x": job.spec.name, "u": job.spec.user,
               "N": node, "n": str(node_index), "A": str(array_id), "a": str(task_id), "s": step,
               "t": str(task)}
@@ -40,7 +41,8 @@ def expand_pattern(pattern: str, job: Job, node: str, step: str = "batch", task:
 
 def output_paths(job: Job, node: str) -> tuple[str, str]:
     spec = job.spec
-    out = expand_pattern(spec.std_out or "slurm-%j.out", job, node)
+    default = "slurm-%A_%a.out" if job.array_job_id else "slurm-%j.out"
+    out = expand_pattern(spec.std_out or default, job, node)
     err = expand_pattern(spec.std_err, job, node) if spec.std_err else out
     base = spec.work_dir or "/"
     return os.path.join(base, out), os.path.join(base, err)

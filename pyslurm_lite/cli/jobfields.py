@@ -49,6 +49,45 @@ def gres_text(spec) -> str:
     return "N/A"
 
 
+def job_id_text(job) -> str:
+    """12, an array task 10_3, or (pending tasks folded by squeue) 10_[4-99%2]."""
+    folded = getattr(job, "id_text", None)
+    if folded:
+        return folded
+    return f"{job.array_job_id}_{job.array_task_id}" if job.array_job_id else str(job.job_id)
+
+
+class FoldedTasks:
+    """An array's pending tasks shown as one squeue row: a task stands in for the rest."""
+
+    def __init__(self, job, indices: list[int]):
+        from ..arrays import fold
+        self._job = job
+        limit = f"%{job.array_limit}" if job.array_limit else ""
+        self.id_text = f"{job.array_job_id}_[{fold(indices)}{limit}]"
+
+    def __getattr__(self, name):
+        return getattr(self._job, name)
+
+
+def fold_pending_tasks(jobs: list) -> list:
+    """Pending tasks of each array become one row (in the first one's place), as Slurm shows."""
+    out, seen, pending = [], {}, {}
+    for job in jobs:
+        if job.array_job_id and job.state == "PENDING":
+            pending.setdefault(job.array_job_id, []).append(job)
+    for job in jobs:
+        group = pending.get(job.array_job_id) if job.array_job_id and job.state == "PENDING" else None
+        if group is None:
+            out.append(job)
+        elif len(group) == 1:
+            out.append(job)
+        elif job.array_job_id not in seen:
+            seen[job.array_job_id] = True
+            out.append(FoldedTasks(group[0], sorted(j.array_task_id for j in group)))
+    return out
+
+
 def _nodes(job) -> list[str]:
     return [a.node for a in job.allocations]
 
@@ -80,7 +119,7 @@ def _min_memory(spec) -> str:
 # letter -> f(job, now) -> text. One table, so squeue's %-format and --Format share it and a
 # row computes only the fields its format asks for.
 FIELDS = {
-    "i": lambda j, now: str(j.job_id),
+    "i": lambda j, now: job_id_text(j),
     "A": lambda j, now: str(j.job_id),
     "F": lambda j, now: str(j.job_id),
     "P": lambda j, now: j.partition,

@@ -138,15 +138,10 @@ def parse_nodes(value: str) -> int:
 
 
 def parse_array(value: str) -> str:
-    """Validate --array (0-99, 1,3,5-7, 0-15:4, %N); job arrays run from the scheduler issue on."""
-    spec, _, throttle = value.partition("%")
-    if throttle and not throttle.isdigit():
-        raise InvalidRequest("Invalid job array specification")
-    for part in spec.split(","):
-        m = re.fullmatch(r"(\d+)(?:-(\d+)(?::(\d+))?)?", part)
-        if not m or (m.group(2) and int(m.group(2)) < int(m.group(1))) or (m.group(3) and int(m.group(3)) < 1):
-            raise InvalidRequest("Invalid job array specification")
-    raise InvalidRequest("Job arrays are not supported yet (see the scheduler issue)")
+    """Validate --array (0-99, 1,3,5-7, 0-15:4, %N); the controller splits it into tasks."""
+    from ..arrays import parse
+    parse(value)
+    return value
 
 
 def export_environment(export: str, environ: dict[str, str]) -> tuple[str, dict[str, str]]:

@@ -34,13 +34,13 @@ def main_args(argv: list[str]) -> int:
     a("-q", "--quiet", action="store_true")
     a("-v", "--verbose", action="store_true")
     ns = p.parse_args(argv)
-    ids = []
+    ids, tasks = [], []
     for raw in ns.job_ids:
         for v in raw.split(","):
-            head = v.split("_")[0].split(".")[0]
-            if not head.isdigit():
+            head, _, task = v.split(".")[0].partition("_")
+            if not head.isdigit() or (task and not task.isdigit()):
                 fail(PROG, f"Invalid job id {v}")
-            ids.append(int(head))
+            (tasks if task else ids).append((int(head), int(task)) if task else int(head))
     users = split_list(ns.user)
     if ns.me:
         import os, pwd
@@ -49,11 +49,13 @@ def main_args(argv: list[str]) -> int:
     from .jobfields import COMPACT
     long_of = {v: k for k, v in COMPACT.items()}
     states = [long_of.get(s, s) for s in states]
-    if not (ids or users or states or ns.partition or ns.name or ns.nodelist):
+    if not (ids or tasks or users or states or ns.partition or ns.name or ns.nodelist):
         fail(PROG, "No job identification provided")
     signo = parse_signal(ns.signal) if ns.signal else 0
     from ..client import Client
-    done, errors = Client().cancel(job_ids=ids, signal=signo, batch_only=ns.batch, full=ns.full,
+    client = Client()
+    ids += resolve_tasks(client, tasks)
+    done, errors = client.cancel(job_ids=ids, signal=signo, batch_only=ns.batch, full=ns.full,
                                    states=states, users=users, partitions=split_list(ns.partition),
                                    names=split_list(ns.name), nodes=split_list(ns.nodelist))
     for job_id, message in errors:
@@ -62,6 +64,22 @@ def main_args(argv: list[str]) -> int:
         else:
             sys.stderr.write(f"{PROG}: error: Kill job error on job id {job_id}: {message}\n")
     return 1 if errors else 0
+
+
+def resolve_tasks(client, tasks: list[tuple[int, int]]) -> list[int]:
+    """Array task names (12_3) to the job ids of those tasks."""
+    if not tasks:
+        return []
+    from ..errors import NotFound
+    try:
+        jobs, _ = client.jobs(job_ids=sorted({a for a, _ in tasks}))
+    except NotFound:
+        jobs = []
+    found = {(j.array_job_id, j.array_task_id): j.job_id for j in jobs}
+    missing = [f"{a}_{t}" for a, t in tasks if (a, t) not in found]
+    if missing:
+        fail(PROG, f"Kill job error on job id {missing[0]}: Invalid job id specified")
+    return [found[t] for t in tasks]
 
 
 def main() -> None:

@@ -7,7 +7,7 @@ import time
 
 from . import fmt
 from .common import SlurmArgParser, fail, run, split_list
-from .jobfields import COMPACT, FIELDS, HEADERS, _blank
+from .jobfields import COMPACT, FIELDS, HEADERS, _blank, fold_pending_tasks
 
 PROG = "squeue"
 DEFAULT_FORMAT = "%.18i %.9P %.8j %.8u %.2t %.10M %.6D %R"
@@ -56,6 +56,7 @@ def _states(values) -> list[str]:
 
 
 def _job_ids(values) -> list[int]:
+    """Job ids; an array's id (12) names all its tasks, 12_3 is one task (found by its array)."""
     ids = []
     for v in split_list(values):
         if not v.split("_")[0].isdigit():
@@ -83,6 +84,8 @@ def main_args(argv: list[str]) -> int:
     if ns.steps is not None:
         return _print_steps(jobs, now, ns)
     jobs.sort(key=lambda j: (STATE_ORDER.get(j.state, 4), -(0 if j.held else j.priority), j.job_id))
+    if not ns.array:
+        jobs = fold_pending_tasks(jobs)
     if ns.start:  # pending jobs, soonest expected first (unknown last), as Slurm's --start
         jobs = sorted((j for j in jobs if j.state == "PENDING"),
                       key=lambda j: (not j.expected_start, j.expected_start, j.job_id))

@@ -7,6 +7,7 @@ nothing reaches an agent before the state that explains it is durable.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import signal as _signal
 from dataclasses import dataclass, field
@@ -85,8 +86,9 @@ class JobFilter:
     nodes: list[str] = field(default_factory=list)
 
     def matches(self, job: Job, ids: set[int] | None = None) -> bool:
-        if self.job_ids and job.job_id not in (ids if ids is not None else self.job_ids):
-            return False
+        wanted = ids if ids is not None else set(self.job_ids)
+        if self.job_ids and job.job_id not in wanted and job.array_job_id not in wanted:
+            return False  # an array's id names all of its tasks
         if self.states and job.state.value not in self.states:
             return False
         if not self.states and not self.job_ids and not self.include_finished and job.state.is_final:
@@ -108,9 +110,23 @@ class JobManager:
 
     # ---- submit -------------------------------------------------------------------------------
     def submit(self, spec: JobSpec, caller: Caller) -> int:
+        if spec.array:
+            return self._submit_array(spec, caller)
         return self.submit_many([spec], caller)[0]
 
-    def submit_many(self, specs: list[JobSpec], caller: Caller) -> list[int]:
+    def _submit_array(self, spec: JobSpec, caller: Caller) -> int:
+        """An array is a job per index, with consecutive ids from the array's own, committed
+        together; returns the array's id (the first task's)."""
+        from .. import arrays
+        indices, limit = arrays.parse(spec.array)
+        tasks = [dataclasses.replace(spec, environment=dict(spec.environment)) for _ in indices]
+        with self.s.lock:
+            first = self.s.next_job_id
+        ids = self.submit_many(tasks, caller, array=(indices, limit, arrays.fold(indices)))
+        assert ids[0] >= first
+        return ids[0]
+
+    def submit_many(self, specs: list[JobSpec], caller: Caller, array=None) -> list[int]:
         """Validate every spec (all or nothing), commit the jobs, then make them visible."""
         checked = []
         for spec in specs:
@@ -128,6 +144,10 @@ class JobManager:
                             priority=max(BASE_PRIORITY - job_id, 1), held=spec.hold,
                             time_limit=limit, partition=part.name,
                             reason=Reason.HELD_USER if spec.hold else Reason.NONE))
+            if array is not None:
+                indices, throttle, folded = array
+                jobs[-1].array_job_id, jobs[-1].array_task_id = first, indices[job_id - first]
+                jobs[-1].array_limit, jobs[-1].array_tasks = throttle, folded
             scripts.append((spec.script, spec.environment))
             spec.script, spec.environment = "", {}  # kept in the database until launch
         # Durable before anyone can see them: the scheduler only finds them after the commit,
@@ -144,7 +164,11 @@ class JobManager:
     def find(self, flt: JobFilter) -> list[Job]:
         ids = set(flt.job_ids)
         with self.s.lock:
-            pool = [self.s.jobs[i] for i in sorted(ids) if i in self.s.jobs] if ids else self.s.jobs.values()
+            arrays = ids & {j.array_job_id for j in self.s.jobs.values() if j.array_job_id}
+            if ids and not arrays:
+                pool = [self.s.jobs[i] for i in sorted(ids) if i in self.s.jobs]
+            else:
+                pool = self.s.jobs.values()
             jobs = [j for j in pool if flt.matches(j, ids)]
             missing = [i for i in sorted(ids) if i not in self.s.jobs]
         if missing:  # finished and forgotten: accounting still has them
@@ -168,7 +192,8 @@ class JobManager:
             targets = [j for j in self.s.jobs.values() if flt.matches(j)]
             if flt.job_ids:
                 known = {j.job_id for j in targets}
-                errors += [(i, "Invalid job id specified") for i in flt.job_ids if i not in self.s.jobs]
+                named = known | {j.array_job_id for j in targets}
+                errors += [(i, "Invalid job id specified") for i in flt.job_ids if i not in named]
                 targets = [j for j in targets if j.job_id in known]
             changed = []
             for job in targets:

@@ -130,7 +130,8 @@ class ClusterState:
                 exclusive=spec.exclusive, begin_time=max(spec.begin_time, job.eligible_time),
                 held=job.held, held_by_admin=job.held_by_admin,
                 features=parse_constraint(spec.constraint),
-                time_limit=job.time_limit)
+                time_limit=job.time_limit, array_job_id=job.array_job_id,
+                array_limit=job.array_limit)
             self._views[job.job_id] = view
         return view
 
@@ -172,8 +173,12 @@ class ClusterState:
                         (j.start_time + j.time_limit * 60 if j.time_limit > 0 else math.inf))
             for j in self.jobs.values()
             if j.allocations and (j.state == JobState.RUNNING or j.job_id in self.completing))
+        array_running: dict[int, int] = {}
+        for j in self.jobs.values():
+            if j.array_job_id and j.state == JobState.RUNNING:
+                array_running[j.array_job_id] = array_running.get(j.array_job_id, 0) + 1
         return Snapshot(jobs=pending, nodes=nodes, partitions=parts, running=running,
-                        dependencies=self.unmet_dependencies())
+                        dependencies=self.unmet_dependencies(), array_running=array_running)
 
     def unmet_dependencies(self) -> dict[int, str]:
         """Pending jobs whose --dependency does not hold yet ("wait") or never will ("never").

@@ -54,13 +54,18 @@ def schedule(snapshot: Snapshot, now: float, config: SchedConfig = SchedConfig()
     by_partition = {name: [free[n.name] for n in order if n.name in set(p.nodes)]
                     for name, p in snapshot.partitions.items()}
     blocked: dict[str, tuple] = {}  # partition -> (reservation or None, extra at its start)
+    array_running = dict(snapshot.array_running)
     for job in sorted(snapshot.jobs, key=sort_key):
         reason = _filter_reason(job, snapshot, now)
+        if reason is None and job.array_limit and array_running.get(job.array_job_id, 0) >= job.array_limit:
+            reason = Reason.ARRAY_TASK_LIMIT  # %N: its array has N tasks running already
         if reason is None:
             candidates = by_partition.get(job.partition, [])
             allocations = _place(job, candidates, blocked.get(job.partition), config, now)
             if allocations is not None and len(plan.starts) < config.max_starts:
                 plan.starts.append(Start(job.job_id, tuple(allocations)))
+                if job.array_job_id:
+                    array_running[job.array_job_id] = array_running.get(job.array_job_id, 0) + 1
                 continue
             if job.partition in blocked:
                 reason = Reason.PRIORITY

@@ -28,6 +28,8 @@ class JobView:
     held_by_admin: bool = False
     features: tuple[tuple[str, ...], ...] = ()  # --constraint as alternatives of required features
     time_limit: int = -1  # minutes, -1 unlimited
+    array_job_id: int = 0
+    array_limit: int = 0  # %N: at most N of the array's tasks running
 
 
 @dataclass(frozen=True)
@@ -69,6 +71,7 @@ class Snapshot:
     partitions: dict = field(default_factory=dict)  # name -> PartitionView
     running: tuple[RunningView, ...] = ()
     dependencies: dict = field(default_factory=dict)  # job id -> "wait" | "never" (unmet only)
+    array_running: dict = field(default_factory=dict)  # array id -> tasks running
 
 
 @dataclass(frozen=True)

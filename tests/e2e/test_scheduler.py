@@ -3,6 +3,7 @@ delaying it, and squeue --start shows the big job's reservation."""
 
 from __future__ import annotations
 
+import re
 import time
 
 from conftest import start_cluster, wait_final, wait_state
@@ -48,7 +49,7 @@ def test_short_job_backfills_without_delaying_the_big_one(one, tmp_path):
 
 def test_afterok_chain_runs_in_order_and_a_failed_link_stops_it(one, tmp_path):
     log = tmp_path / "order.log"
-    first = one.sbatch("--wrap", f"sleep 1; echo first >> {log}", cwd=tmp_path)
+    first = one.sbatch("--wrap", f"sleep 4; echo first >> {log}", cwd=tmp_path)
     second = one.sbatch(f"--dependency=afterok:{first}", "--wrap", f"echo second >> {log}", cwd=tmp_path)
     third = one.sbatch(f"--dependency=afterok:{second}", "--wrap", f"echo third >> {log}", cwd=tmp_path)
     r = one.run(["squeue", "-h", "-j", str(third), "-o", "%T %r"])
@@ -71,3 +72,31 @@ def test_afterok_chain_runs_in_order_and_a_failed_link_stops_it(one, tmp_path):
     assert one.run(["scancel", str(never)]).returncode == 0
     r = one.run(["sbatch", "--dependency=afterok:abc", "--wrap", "true"])
     assert r.returncode != 0 and "dependency" in r.stderr.lower()
+
+
+def test_array_with_throttle_never_runs_more_than_two(one, tmp_path):
+    log = tmp_path / "runs.log"
+    wrap = (f'echo "start $SLURM_ARRAY_TASK_ID $(date +%s.%N)" >> {log}; sleep 1; '
+            f'echo "end $SLURM_ARRAY_TASK_ID $(date +%s.%N)" >> {log}; '
+            'echo "T=$SLURM_ARRAY_TASK_ID J=$SLURM_ARRAY_JOB_ID C=$SLURM_ARRAY_TASK_COUNT '
+            'MIN=$SLURM_ARRAY_TASK_MIN MAX=$SLURM_ARRAY_TASK_MAX STEP=$SLURM_ARRAY_TASK_STEP"')
+    array = one.sbatch("--array=0-10:2%2", "-c", "1", "--wrap", wrap, cwd=tmp_path)
+    time.sleep(1)
+    r = one.run(["squeue", "-h", "-o", "%i %r", "-t", "PD"])
+    assert re.search(rf"^{array}_\[\S+%2\] JobArrayTaskLimit$", r.stdout, re.M), r.stdout
+    r = one.run(["scancel", f"{array}_10"])
+    assert r.returncode == 0, r.stderr
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and \
+            one.run(["squeue", "-h", "-t", "PD,R", "-j", str(array)]).stdout.strip():
+        time.sleep(0.5)
+    events = [line.split() for line in log.read_text().splitlines()]
+    running, peak = 0, 0
+    for kind, _, _ in sorted(events, key=lambda e: (float(e[2]), e[0] == "start")):
+        running += 1 if kind == "start" else -1
+        peak = max(peak, running)
+    assert peak == 2 and sorted(int(e[1]) for e in events if e[0] == "end") == [0, 2, 4, 6, 8]
+    out = (tmp_path / f"slurm-{array}_4.out").read_text()
+    assert f"T=4 J={array} C=6 MIN=0 MAX=10 STEP=2" in out
+    states = one.run(["squeue", "-h", "-t", "all", "-j", str(array), "-o", "%i %T"]).stdout.split("\n")
+    assert f"{array}_10 CANCELLED" in states

@@ -152,7 +152,7 @@ def test_spec_from_args(argv, expected, monkeypatch):
     (("--gpus", "a:b:c"), "--gpus"),
     (("--begin", "someday"), "time"),
     (("--array=5-1",), "array"),
-    (("--array=0-3",), "array"),  # arrays are not supported yet: refused, never silently ignored
+    (("--array=0-3%x",), "array"),
     (("--dependency=afterok:x",), "dependency"),
     (("--dependency=before:1",), "dependency"),
 ])
