@@ -165,7 +165,7 @@ def export_environment(export: str, environ: dict[str, str]) -> tuple[str, dict[
 
 
 def spec_from_args(ns, script: str, cwd: str) -> JobSpec:
-    from ..units import parse_begin_time, parse_memory, parse_signal_spec, parse_time_limit
+    """A JobSpec from parsed options (directives and command line already merged)."""
     spec = JobSpec(script=script, submit_dir=cwd, submit_host=socket.gethostname())
     spec.work_dir = os.path.abspath(os.path.join(cwd, ns.chdir)) if ns.chdir else cwd
     spec.name = ns.name or (os.path.basename(ns.script) if ns.script else
@@ -173,6 +173,16 @@ def spec_from_args(ns, script: str, cwd: str) -> JobSpec:
     spec.argv = list(ns.script_args or [])
     spec.partition = ns.partition or os.environ.get("SBATCH_PARTITION", "")
     spec.account, spec.qos, spec.comment = ns.account or "", ns.qos or "", ns.comment or ""
+    _tasks(ns, spec)
+    _memory_and_gpus(ns, spec)
+    _io(ns, spec)
+    _placement_and_time(ns, spec)
+    spec.export, spec.environment = export_environment(ns.export, dict(os.environ))
+    spec.uid, spec.gid, spec.groups = os.getuid(), os.getgid(), os.getgroups()
+    return spec
+
+
+def _tasks(ns, spec: JobSpec) -> None:
     spec.num_nodes = parse_nodes(ns.nodes) if ns.nodes else 1
     if ns.ntasks is not None:
         spec.num_tasks, spec.ntasks_set = ns.ntasks, True
@@ -183,11 +193,12 @@ def spec_from_args(ns, script: str, cwd: str) -> JobSpec:
     if spec.num_tasks < spec.num_nodes and ns.ntasks is None:
         spec.num_tasks = spec.num_nodes
     spec.cpus_per_task = ns.cpus_per_task or 1
-    try:
-        if ns.time:
-            spec.time_limit = parse_time_limit(ns.time)
-    except InvalidRequest:
-        raise InvalidRequest("Invalid --time specification") from None
+    if ns.array:
+        spec.array = parse_array(ns.array)
+
+
+def _memory_and_gpus(ns, spec: JobSpec) -> None:
+    from ..units import parse_memory
     if ns.mem:
         spec.mem_per_node = parse_memory(ns.mem)
     if ns.mem_per_cpu:
@@ -201,9 +212,25 @@ def spec_from_args(ns, script: str, cwd: str) -> JobSpec:
         gtype, per_task = parse_gpus(ns.gpus_per_task, "--gpus-per-task")
         spec.gpu_type = gtype or spec.gpu_type
         spec.gpus = per_task * spec.num_tasks
+    if ns.cpus_per_gpu:
+        spec.cpus_per_gpu = ns.cpus_per_gpu
+    if ns.mem_per_gpu:
+        spec.mem_per_gpu = parse_memory(ns.mem_per_gpu)
+
+
+def _io(ns, spec: JobSpec) -> None:
     spec.std_out, spec.std_err = ns.output or "", ns.error or ""
     spec.std_in = ns.input or "/dev/null"
     spec.open_mode = ns.open_mode or "truncate"
+
+
+def _placement_and_time(ns, spec: JobSpec) -> None:
+    from ..units import parse_begin_time, parse_signal_spec, parse_time_limit
+    try:
+        if ns.time:
+            spec.time_limit = parse_time_limit(ns.time)
+    except InvalidRequest:
+        raise InvalidRequest("Invalid --time specification") from None
     if ns.begin:
         spec.begin_time = parse_begin_time(ns.begin)
     spec.hold = bool(ns.hold)
@@ -215,20 +242,11 @@ def spec_from_args(ns, script: str, cwd: str) -> JobSpec:
     if ns.signal:
         parse_signal_spec(ns.signal)  # refused now rather than ignored at the time limit
     spec.signal = ns.signal or ""
-    if ns.cpus_per_gpu:
-        spec.cpus_per_gpu = ns.cpus_per_gpu
-    if ns.mem_per_gpu:
-        spec.mem_per_gpu = parse_memory(ns.mem_per_gpu)
-    if ns.array:
-        spec.array = parse_array(ns.array)
     if ns.dependency:
         from ..sched.dependency import parse as parse_dependency
         parse_dependency(ns.dependency)  # a malformed dependency is refused at submit
         spec.dependency = ns.dependency
     spec.kill_on_invalid_dep = str(ns.kill_on_invalid_dep or "").lower() in ("yes", "1", "true")
-    spec.export, spec.environment = export_environment(ns.export, dict(os.environ))
-    spec.uid, spec.gid, spec.groups = os.getuid(), os.getgid(), os.getgroups()
-    return spec
 
 
 def read_script(ns) -> str:
