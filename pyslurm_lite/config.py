@@ -54,6 +54,10 @@ class Config:
     max_batch_requeue: int = 5  # node-failure requeues before a job is held instead
     health_check_program: str = ""
     health_check_interval: int = 0  # seconds; 0 = never
+    priority_type: str = "priority/basic"
+    priority_weights: dict = field(default_factory=dict)  # age, fairshare, jobsize, partition, qos
+    priority_max_age: int = 7 * 24 * 60  # minutes
+    priority_decay_half_life: int = 7 * 24 * 60  # minutes
     first_job_id: int = 1
     task_plugin: str = "task/cgroup"
     proctrack_type: str = "proctrack/auto"  # cgroup when the host has a usable hierarchy
@@ -229,6 +233,18 @@ def _simple_key(cfg: Config, key: str, value: str, where: str) -> None:
         cfg.controller_host, cfg.controller_addr = m.group(1), m.group(2) or ""
     elif key == "jobrequeue":
         cfg.job_requeue = value.strip() not in ("0", "no", "NO")
+    elif key.startswith("priorityweight"):
+        cfg.priority_weights[key[len("priorityweight"):]] = _int(value, key, where)
+    elif key in ("prioritymaxage", "prioritydecayhalflife"):
+        try:
+            minutes = parse_time_limit(value)
+        except Exception:
+            raise ConfigError(f"{where}: bad {key}={value}") from None
+        setattr(cfg, "priority_max_age" if key == "prioritymaxage" else "priority_decay_half_life", minutes)
+    elif key == "prioritytype":
+        if value not in ("priority/basic", "priority/multifactor"):
+            raise ConfigError(f"{where}: unknown PriorityType={value}; valid: priority/basic, priority/multifactor")
+        cfg.priority_type = value
     elif key == "grestypes":
         cfg.gres_types = [t for t in value.split(",") if t]
     elif key in _SIMPLE_KEYS:
@@ -300,6 +316,7 @@ def _partition_line(cfg: Config, pairs, where: str) -> None:
     if part.state not in ("UP", "DOWN", "DRAIN", "INACTIVE"):
         raise ConfigError(f"{where}: bad partition State={part.state}")
     part.priority_tier = _int(opts.get("prioritytier", "1"), "PriorityTier", where)
+    part.priority_job_factor = _int(opts.get("priorityjobfactor", "1"), "PriorityJobFactor", where)
     if name in cfg.partitions:
         raise ConfigError(f"{where}: partition {name} is declared twice")
     cfg.partitions[name] = part

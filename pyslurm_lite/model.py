@@ -246,6 +246,7 @@ class Job:
     array_task_id: int = 0
     array_limit: int = 0  # %N throttle, 0 none
     array_tasks: str = ""  # the array's indices, folded
+    factors: dict[str, float] = field(default_factory=dict)  # multifactor's weighted factors
 
     @property
     def node_names(self) -> list[str]:
@@ -327,6 +328,7 @@ class Partition:
     max_nodes: int = UNLIMITED
     state: str = "UP"
     priority_tier: int = 1
+    priority_job_factor: int = 1
 
 
 def parse_constraint(text: str) -> tuple[tuple[str, ...], ...]:

@@ -134,7 +134,14 @@ class NodeAllocation(_message.Message):
     def __init__(self, node: _Optional[str] = ..., cpus: _Optional[int] = ..., mem: _Optional[int] = ..., gpus: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class Job(_message.Message):
-    __slots__ = ("job_id", "spec", "state", "reason", "priority", "submit_time", "eligible_time", "start_time", "end_time", "exit_code", "exit_signal", "allocations", "restart_count", "held", "held_by_admin", "time_limit", "partition", "master_port", "batch_host", "steps", "next_step_id", "expected_start", "array_job_id", "array_task_id", "array_limit", "array_tasks")
+    __slots__ = ("job_id", "spec", "state", "reason", "priority", "submit_time", "eligible_time", "start_time", "end_time", "exit_code", "exit_signal", "allocations", "restart_count", "held", "held_by_admin", "time_limit", "partition", "master_port", "batch_host", "steps", "next_step_id", "expected_start", "array_job_id", "array_task_id", "array_limit", "array_tasks", "factors")
+    class FactorsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: float
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[float] = ...) -> None: ...
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
     SPEC_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
@@ -161,6 +168,7 @@ class Job(_message.Message):
     ARRAY_TASK_ID_FIELD_NUMBER: _ClassVar[int]
     ARRAY_LIMIT_FIELD_NUMBER: _ClassVar[int]
     ARRAY_TASKS_FIELD_NUMBER: _ClassVar[int]
+    FACTORS_FIELD_NUMBER: _ClassVar[int]
     job_id: int
     spec: JobSpec
     state: str
@@ -187,7 +195,8 @@ class Job(_message.Message):
     array_task_id: int
     array_limit: int
     array_tasks: str
-    def __init__(self, job_id: _Optional[int] = ..., spec: _Optional[_Union[JobSpec, _Mapping]] = ..., state: _Optional[str] = ..., reason: _Optional[str] = ..., priority: _Optional[int] = ..., submit_time: _Optional[float] = ..., eligible_time: _Optional[float] = ..., start_time: _Optional[float] = ..., end_time: _Optional[float] = ..., exit_code: _Optional[int] = ..., exit_signal: _Optional[int] = ..., allocations: _Optional[_Iterable[_Union[NodeAllocation, _Mapping]]] = ..., restart_count: _Optional[int] = ..., held: _Optional[bool] = ..., held_by_admin: _Optional[bool] = ..., time_limit: _Optional[int] = ..., partition: _Optional[str] = ..., master_port: _Optional[int] = ..., batch_host: _Optional[str] = ..., steps: _Optional[_Iterable[_Union[Step, _Mapping]]] = ..., next_step_id: _Optional[int] = ..., expected_start: _Optional[float] = ..., array_job_id: _Optional[int] = ..., array_task_id: _Optional[int] = ..., array_limit: _Optional[int] = ..., array_tasks: _Optional[str] = ...) -> None: ...
+    factors: _containers.ScalarMap[str, float]
+    def __init__(self, job_id: _Optional[int] = ..., spec: _Optional[_Union[JobSpec, _Mapping]] = ..., state: _Optional[str] = ..., reason: _Optional[str] = ..., priority: _Optional[int] = ..., submit_time: _Optional[float] = ..., eligible_time: _Optional[float] = ..., start_time: _Optional[float] = ..., end_time: _Optional[float] = ..., exit_code: _Optional[int] = ..., exit_signal: _Optional[int] = ..., allocations: _Optional[_Iterable[_Union[NodeAllocation, _Mapping]]] = ..., restart_count: _Optional[int] = ..., held: _Optional[bool] = ..., held_by_admin: _Optional[bool] = ..., time_limit: _Optional[int] = ..., partition: _Optional[str] = ..., master_port: _Optional[int] = ..., batch_host: _Optional[str] = ..., steps: _Optional[_Iterable[_Union[Step, _Mapping]]] = ..., next_step_id: _Optional[int] = ..., expected_start: _Optional[float] = ..., array_job_id: _Optional[int] = ..., array_task_id: _Optional[int] = ..., array_limit: _Optional[int] = ..., array_tasks: _Optional[str] = ..., factors: _Optional[_Mapping[str, float]] = ...) -> None: ...
 
 class Step(_message.Message):
     __slots__ = ("step_id", "name", "state", "nodes", "num_tasks", "tasks_per_node", "cpus_per_task", "start_time", "end_time", "exit_code", "exit_signal", "exclusive", "cpus_per_node")
@@ -308,7 +317,7 @@ class Node(_message.Message):
     def __init__(self, config: _Optional[_Union[NodeConfig, _Mapping]] = ..., state: _Optional[str] = ..., drain: _Optional[bool] = ..., reason: _Optional[str] = ..., reason_time: _Optional[float] = ..., responding: _Optional[bool] = ..., last_heartbeat: _Optional[float] = ..., boot_time: _Optional[float] = ..., gpus: _Optional[_Iterable[_Union[GpuDevice, _Mapping]]] = ..., alloc_cpus: _Optional[int] = ..., alloc_mem: _Optional[int] = ..., alloc_gpus: _Optional[_Iterable[int]] = ..., real_cpus: _Optional[int] = ..., real_memory: _Optional[int] = ..., free_memory: _Optional[int] = ..., cpu_load: _Optional[float] = ..., agent_version: _Optional[str] = ...) -> None: ...
 
 class Partition(_message.Message):
-    __slots__ = ("name", "nodes", "default", "max_time", "default_time", "max_nodes", "state", "priority_tier")
+    __slots__ = ("name", "nodes", "default", "max_time", "default_time", "max_nodes", "state", "priority_tier", "priority_job_factor")
     NAME_FIELD_NUMBER: _ClassVar[int]
     NODES_FIELD_NUMBER: _ClassVar[int]
     DEFAULT_FIELD_NUMBER: _ClassVar[int]
@@ -317,6 +326,7 @@ class Partition(_message.Message):
     MAX_NODES_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
     PRIORITY_TIER_FIELD_NUMBER: _ClassVar[int]
+    PRIORITY_JOB_FACTOR_FIELD_NUMBER: _ClassVar[int]
     name: str
     nodes: _containers.RepeatedScalarFieldContainer[str]
     default: bool
@@ -325,7 +335,8 @@ class Partition(_message.Message):
     max_nodes: int
     state: str
     priority_tier: int
-    def __init__(self, name: _Optional[str] = ..., nodes: _Optional[_Iterable[str]] = ..., default: _Optional[bool] = ..., max_time: _Optional[int] = ..., default_time: _Optional[int] = ..., max_nodes: _Optional[int] = ..., state: _Optional[str] = ..., priority_tier: _Optional[int] = ...) -> None: ...
+    priority_job_factor: int
+    def __init__(self, name: _Optional[str] = ..., nodes: _Optional[_Iterable[str]] = ..., default: _Optional[bool] = ..., max_time: _Optional[int] = ..., default_time: _Optional[int] = ..., max_nodes: _Optional[int] = ..., state: _Optional[str] = ..., priority_tier: _Optional[int] = ..., priority_job_factor: _Optional[int] = ...) -> None: ...
 
 class JobEvent(_message.Message):
     __slots__ = ("job_id", "restart_count", "kind", "exit_code", "exit_signal", "oom", "timeout", "time", "message")

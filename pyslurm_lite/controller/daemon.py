@@ -36,7 +36,8 @@ log = logging.getLogger("pyslurm_lite.controller")
 AGENT_METHODS = {"RegisterNode", "NodeHeartbeat", "ReportJobEvents"}  # need the cluster key
 SCHED_PERIOD = 1.0  # seconds between unprompted scheduling passes (begin times, reasons)
 MIN_SCHED_INTERVAL = 0.002  # seconds between passes at least
-MONITOR_PERIOD = 1.0  # seconds between time-limit / silent-node checks
+MONITOR_PERIOD = 1.0
+PRIORITY_CALC_PERIOD = 5.0  # seconds between multifactor priority recalculations  # seconds between time-limit / silent-node checks
 
 
 class Controller:
@@ -50,6 +51,7 @@ class Controller:
         self.steps = StepManager(self.state, key_of=lambda: self.dispatch.key)
         self.stop = threading.Event()
         self.server = None
+        self._priorities_at = 0.0
         kind = cfg.extra.get("schedulertype", "sched/backfill")
         if kind not in ("sched/backfill", "sched/builtin"):
             raise ConfigError(f"{cfg.path}: unknown SchedulerType={kind}; valid: sched/backfill, sched/builtin")
@@ -64,6 +66,10 @@ class Controller:
         return len(plan.starts)
 
     def monitor_once(self, now: float) -> None:
+        if now - self._priorities_at >= PRIORITY_CALC_PERIOD or self.state.new_jobs:
+            self.state.new_jobs = False  # new jobs get their factors within a second
+            self.jobs.recompute_priorities(now)
+            self._priorities_at = now
         self.dispatch.send(self.jobs.signal_warnings(now))
         self.dispatch.send(self.jobs.time_limits(now))
         self.dispatch.send(self.nodes.monitor(now))

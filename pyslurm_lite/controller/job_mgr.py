@@ -157,6 +157,7 @@ class JobManager:
             for job in jobs:
                 self.s.jobs[job.job_id] = job
                 self.s.touch(job)
+            self.s.new_jobs = True
         self.s.changed.set()
         return [j.job_id for j in jobs]
 
@@ -361,6 +362,7 @@ class JobManager:
                     if step.state == JobState.RUNNING:
                         step.state, step.end_time = JobState.CANCELLED, job.end_time
             self.s.save(changed)
+        self.charge_usage([j for j in changed if j.state.is_final])
         if changed:
             self.s.changed.set()
         return effects
@@ -383,6 +385,45 @@ class JobManager:
                 job.allocations = []
             return job
         return None
+
+    def recompute_priorities(self, now: float) -> None:
+        """priority/multifactor: every pending job's priority from its factors (sched/priority)."""
+        from ..sched import priority as prio
+        cfg = self.s.cfg
+        if cfg.priority_type != "priority/multifactor":
+            return
+        w = cfg.priority_weights
+        weights = prio.Weights(w.get("age", 0), w.get("fairshare", 0), w.get("jobsize", 0),
+                               w.get("partition", 0), w.get("qos", 0), cfg.priority_max_age * 60.0)
+        usage = self.s.store.load_usage(now, cfg.priority_decay_half_life * 60.0)
+        total_cpus = sum(n.cpus for n in cfg.nodes.values())
+        top_factor = max((p.priority_job_factor for p in cfg.partitions.values()), default=1) or 1
+        with self.s.lock:
+            pending = [j for j in self.s.jobs.values() if j.state == JobState.PENDING]
+            shares = prio.fairshare(usage, {j.spec.user for j in pending})
+            for job in pending:
+                part = cfg.partitions.get(job.partition)
+                f = prio.factors(job.eligible_time or job.submit_time, now,
+                                 job.spec.cpus_on_node(0) * job.spec.num_nodes, total_cpus,
+                                 (part.priority_job_factor if part else 1) / top_factor,
+                                 shares.get(job.spec.user, 1.0), weights)
+                value = prio.combine(f, weights, job.spec.nice)
+                if value != job.priority:
+                    job.priority = value
+                    job.factors = {k: getattr(weights, k) * v for k, v in f.items()}
+                    self.s.touch(job)
+
+    def charge_usage(self, jobs: list[Job]) -> None:
+        """Fair share: what ended jobs used (CPU-seconds) is added to their users' usage."""
+        if self.s.cfg.priority_type != "priority/multifactor":
+            return
+        charges: dict[str, float] = {}
+        for job in jobs:
+            if job.start_time and job.end_time > job.start_time:
+                charges[job.spec.user] = charges.get(job.spec.user, 0.0) + \
+                    job.num_cpus * (job.end_time - job.start_time)
+        if charges:
+            self.s.store.add_usage(charges, self.s.clock(), self.s.cfg.priority_decay_half_life * 60.0)
 
     def signal_warnings(self, now: float) -> Effects:
         """--signal=[B:]SIG@SECONDS: warn a running job that many seconds before its time limit,

@@ -36,6 +36,7 @@ class ClusterState:
         self._views: dict[int, JobView] = {}
         self.next_job_id = cfg.first_job_id
         self.changed = threading.Event()  # wakes the scheduler
+        self.new_jobs = False  # submissions since priorities were last computed
         self._final_states: dict[int, tuple[str, bool]] = {}  # forgotten jobs' final states
 
     # ---- start-up ------------------------------------------------------------------------------

@@ -67,6 +67,14 @@ nodes_table = sa.Table(
     sa.Column("reason_time", sa.Float, nullable=False, default=0.0),
 )
 
+# Fair share's memory: CPU-seconds per user, decayed to `updated` (priority/multifactor).
+usage_table = sa.Table(
+    "usage", metadata,
+    sa.Column("user_name", sa.String(64), primary_key=True),
+    sa.Column("cpu_seconds", sa.Float, nullable=False),
+    sa.Column("updated", sa.Float, nullable=False),
+)
+
 ACTIVE_STATES = ("PENDING", "RUNNING", "SUSPENDED", "COMPLETING")
 
 
@@ -175,6 +183,24 @@ class Store:
         with self.engine.connect() as conn:
             blobs = [r[0] for r in conn.execute(query)]
         return [decode_job(b) for b in reversed(blobs)]
+
+    # ---- usage (fair share) -------------------------------------------------------------------
+    def add_usage(self, charges: dict[str, float], now: float, half_life: float) -> None:
+        """Add CPU-seconds to users' usage, decaying what was there to `now` first."""
+        current = self.load_usage(now, half_life)
+        with self._lock, self.engine.begin() as conn:
+            for user, seconds in charges.items():
+                value = current.get(user, 0.0) + seconds
+                done = conn.execute(usage_table.update().where(usage_table.c.user_name == user)
+                                    .values(cpu_seconds=value, updated=now))
+                if done.rowcount == 0:
+                    conn.execute(usage_table.insert().values(user_name=user, cpu_seconds=value, updated=now))
+
+    def load_usage(self, now: float, half_life: float) -> dict[str, float]:
+        from ..sched.priority import decayed
+        with self.engine.connect() as conn:
+            rows = conn.execute(sa.select(usage_table)).all()
+        return {r.user_name: decayed(r.cpu_seconds, now - r.updated, half_life) for r in rows}
 
     # ---- nodes --------------------------------------------------------------------------------
     def save_node(self, name: str, drain: bool, down: bool, reason: str, reason_time: float) -> None:

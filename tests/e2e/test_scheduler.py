@@ -100,3 +100,36 @@ def test_array_with_throttle_never_runs_more_than_two(one, tmp_path):
     assert f"T=4 J={array} C=6 MIN=0 MAX=10 STEP=2" in out
     states = one.run(["squeue", "-h", "-t", "all", "-j", str(array), "-o", "%i %T"]).stdout.split("\n")
     assert f"{array}_10 CANCELLED" in states
+
+
+@pytest.fixture(scope="module")
+def multifactor(tmp_path_factory):
+    from conftest import configured_cluster
+    yield from configured_cluster(
+        tmp_path_factory, "prio", (1, 2, 2000, 0),
+        extra="PriorityType=priority/multifactor\nPriorityWeightAge=1000\nPriorityWeightFairshare=10000\n"
+              "PriorityWeightJobSize=100\nPriorityMaxAge=1\n")
+
+
+def test_multifactor_fair_share_lowers_a_heavy_users_priority(multifactor, tmp_path):
+    used = multifactor.sbatch("-c", "2", "--wrap", "sleep 3", cwd=tmp_path)  # root uses the node
+    assert wait_final(multifactor, used, 30) == "COMPLETED"
+    blocker = multifactor.sbatch("-c", "2", "--wrap", "sleep 8", cwd=tmp_path)
+    wait_state(multifactor, blocker, "RUNNING")
+    waiting = multifactor.sbatch("-c", "1", "--wrap", "true", cwd=tmp_path)
+    deadline = time.monotonic() + 20
+    rows = []
+    while time.monotonic() < deadline:
+        r = multifactor.run(["sprio", "-h", "-j", str(waiting)])
+        rows = r.stdout.split()
+        if r.returncode == 0 and len(rows) == 9 and int(rows[6]) > 0:  # factors computed
+            break
+        time.sleep(0.5)
+    assert rows and rows[0] == str(waiting), rows
+    priority, age, fairshare, jobsize = (int(x) for x in (rows[2], rows[4], rows[5], rows[6]))
+    assert 0 <= age <= 1000 and jobsize == 50, rows  # 1 of 2 CPUs
+    assert fairshare == 10000 // 4 or 0 < fairshare < 10000  # the only user used it all: 2^-1·...
+    assert priority == age + fairshare + jobsize
+    r = multifactor.run(["squeue", "-h", "-j", str(waiting), "-o", "%Q"])
+    assert int(r.stdout) == priority
+    multifactor.run(["scancel", str(blocker), str(waiting)])
