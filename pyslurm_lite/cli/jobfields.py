@@ -121,7 +121,6 @@ def _min_memory(spec) -> str:
 FIELDS = {
     "i": lambda j, now: job_id_text(j),
     "A": lambda j, now: str(j.job_id),
-    "F": lambda j, now: str(j.job_id),
     "P": lambda j, now: j.partition,
     "j": lambda j, now: j.spec.name,
     "u": lambda j, now: j.spec.user,
@@ -153,11 +152,12 @@ FIELDS = {
     "y": lambda j, now: str(j.spec.nice),
     "f": lambda j, now: j.spec.constraint or "(null)",
     "o": lambda j, now: "(null)",
-    "E": lambda j, now: "(null)",
+    "E": lambda j, now: j.spec.dependency or "(null)",
+    "F": lambda j, now: str(j.array_job_id or j.job_id),
+    "K": lambda j, now: str(j.array_task_id) if j.array_job_id else "N/A",
     "h": lambda j, now: "NO" if j.spec.exclusive else "OK",
     "n": lambda j, now: j.spec.nodelist,
     "x": lambda j, now: j.spec.exclude,
-    "K": lambda j, now: "N/A",
 }
 
 

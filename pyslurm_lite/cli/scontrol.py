@@ -130,12 +130,14 @@ def _job_state_lines(job, spec, now: float, detail: bool) -> list[str]:
     from ..units import format_limit_hms
     run_t, start_t, end_t = _job_times(job, now)
     return [
-        f"JobId={job.job_id} JobName={spec.name}",
+        f"JobId={job.job_id}" + (f" ArrayJobId={job.array_job_id} ArrayTaskId={job.array_task_id}"
+                                 if job.array_job_id else "") + f" JobName={spec.name}",
         f"UserId={spec.user}({spec.uid}) GroupId={_name_of(spec.gid, True)}({spec.gid}) "
         "MCS_label=N/A",
         f"Priority={0 if job.held else job.priority} Nice={spec.nice} "
         f"Account={spec.account or '(null)'} QOS={spec.qos or 'normal'}",
-        f"JobState={job.state} Reason={job.reason or 'None'} Dependency=(null)",
+        f"JobState={job.state} Reason={job.reason or 'None'} "
+        f"Dependency={job.spec.dependency or '(null)'}",
         f"Requeue={int(spec.requeue)} Restarts={job.restart_count} BatchFlag={int(spec.batch)} "
         f"Reboot=0 ExitCode={job.exit_code}:{job.exit_signal}",
     ] + (["DerivedExitCode=0:0"] if detail else []) + [
