@@ -159,8 +159,8 @@ def field_value(name: str, rec: Record) -> str:
     nodes = [a.node for a in job.allocations] if start else []
     ended = job.end_time if job.state not in ("PENDING", "RUNNING") else 0
     elapsed = (ended or rec.now) - start if start else 0
-    name = f"{job.array_job_id}_{job.array_task_id}" if job.array_job_id else str(job.job_id)
-    job_id = f"{name}.batch" if step else name
+    shown = f"{job.array_job_id}_{job.array_task_id}" if job.array_job_id else str(job.job_id)
+    job_id = f"{shown}.batch" if step else shown
     values = {
         "JobID": lambda: job_id, "JobIDRaw": lambda: job_id,
         "JobName": lambda: "batch" if step else spec.name,
