@@ -1,4 +1,5 @@
-"""Slurm's output/error filename patterns: %j %J %x %u %N %n %A %a %s %t %%, with an optional
+"""Slurm's output/error filename patterns: %j %J %x %u %N %n %A %a %s %t %%, and %r (the restart
+count, ours: a file per run of a requeued job), with an optional
 zero-padding width (%4j). Relative names are relative to the job's working directory."""
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ def expand_pattern(pattern: str, job: Job, node: str, step: str = "batch", task:
     task_id = job.array_task_id if job.array_job_id else 4294967294  # Slurm's "no array" index
     values = {"j": str(job.job_id), "J": str(job.job_id), "x": job.spec.name, "u": job.spec.user,
               "N": node, "n": str(node_index), "A": str(array_id), "a": str(task_id), "s": step,
-              "t": str(task)}
+              "t": str(task), "r": str(job.restart_count)}  # %r: which run (requeues append)
     while i < len(pattern):
         c = pattern[i]
         if c != "%" or i + 1 >= len(pattern):

@@ -138,3 +138,11 @@ def test_user_master_addr_wins():
     job = two_node_gpu_job()
     job.spec.environment["MASTER_ADDR"] = "192.168.0.9"
     assert batch_environment(job, CFG, "node1", ADDRS, {})["MASTER_ADDR"] == "192.168.0.9"
+
+
+def test_restart_count_pattern_names_each_run():
+    from pyslurm_lite.agent.iopaths import expand_pattern
+    from factories import model_job
+    job = model_job(7)
+    job.restart_count = 2
+    assert expand_pattern("run-%j-%r.out", job, "node1") == "run-7-2.out"
