@@ -31,7 +31,7 @@ class JobState(str, Enum):
     @property
     def compact(self) -> str:
         """squeue's %t two-letter code."""
-        return _COMPACT[self]
+        return COMPACT[self]
 
     @property
     def is_final(self) -> bool:
@@ -39,14 +39,14 @@ class JobState(str, Enum):
                             JobState.COMPLETING)
 
 
-_COMPACT = {
+# squeue's %t codes. Keyed by JobState, a str Enum, so plain state strings look up too.
+COMPACT = {
     JobState.PENDING: "PD", JobState.RUNNING: "R", JobState.SUSPENDED: "S",
     JobState.COMPLETING: "CG", JobState.COMPLETED: "CD", JobState.FAILED: "F",
     JobState.CANCELLED: "CA", JobState.TIMEOUT: "TO", JobState.NODE_FAIL: "NF",
     JobState.OUT_OF_MEMORY: "OOM", JobState.PREEMPTED: "PR", JobState.BOOT_FAIL: "BF",
     JobState.DEADLINE: "DL",
 }
-STATE_BY_COMPACT = {v: k for k, v in _COMPACT.items()}
 
 
 class Reason(str, Enum):
@@ -70,8 +70,6 @@ class Reason(str, Enum):
     NON_ZERO_EXIT = "NonZeroExitCode"
     TIME_LIMIT = "TimeLimit"
     RAISED_SIGNAL = "RaisedSignal"
-    LAUNCH_FAILED = "launch_failed_requeued_held"
-    BEGIN_REQUEUE = "BeginTime"
     ARRAY_TASK_LIMIT = "JobArrayTaskLimit"
 
 

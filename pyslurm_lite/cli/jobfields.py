@@ -6,6 +6,7 @@ Shared by squeue's %-format and its --Format long names.
 from __future__ import annotations
 
 from ..config import collect
+from ..model import COMPACT as _STATE_CODES
 from ..units import format_elapsed, format_limit, format_memory, format_timestamp
 
 HEADERS = {
@@ -22,9 +23,7 @@ HEADERS = {
     "W": "LICENSES", "v": "RESERVATION",
 }
 
-COMPACT = {"PENDING": "PD", "RUNNING": "R", "SUSPENDED": "S", "COMPLETING": "CG",
-           "COMPLETED": "CD", "FAILED": "F", "CANCELLED": "CA", "TIMEOUT": "TO", "NODE_FAIL": "NF",
-           "OUT_OF_MEMORY": "OOM", "PREEMPTED": "PR", "BOOT_FAIL": "BF", "DEADLINE": "DL"}
+COMPACT = {state.value: code for state, code in _STATE_CODES.items()}  # plain strings, for the CLIs
 
 
 def elapsed(job, now: float) -> float:

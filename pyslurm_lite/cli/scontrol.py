@@ -12,6 +12,7 @@ import os
 import re
 import sys
 
+from ..arrays import fold
 from .common import SlurmArgParser, fail, run
 from .nodefields import gpu_total, node_record, tres_text
 
@@ -95,21 +96,9 @@ def _detail_lines(job) -> list[str]:
     gpus = sum(len(a.gpus) for a in job.allocations)
     lines = [f"JOB_GRES={'gpu:%d' % gpus if gpus else '(null)'}"]
     for a in job.allocations:
-        gres = f"gpu:{len(a.gpus)}(IDX:{_ranges(sorted(a.gpus))})" if a.gpus else ""
+        gres = f"gpu:{len(a.gpus)}(IDX:{fold(sorted(a.gpus))})" if a.gpus else ""
         lines.append(f"  Nodes={a.node} Mem={a.mem} GRES={gres}")
     return lines
-
-
-def _ranges(values: list[int]) -> str:
-    """[0, 1, 2, 5] -> '0-2,5', the way Slurm writes GPU indices."""
-    out, i = [], 0
-    while i < len(values):
-        j = i
-        while j + 1 < len(values) and values[j + 1] == values[j] + 1:
-            j += 1
-        out.append(str(values[i]) if i == j else f"{values[i]}-{values[j]}")
-        i = j + 1
-    return ",".join(out)
 
 
 def batch_host(job) -> str:

@@ -128,7 +128,7 @@ def test_multifactor_fair_share_lowers_a_heavy_users_priority(multifactor, tmp_p
     assert rows and rows[0] == str(waiting), rows
     priority, age, fairshare, jobsize = (int(x) for x in (rows[2], rows[4], rows[5], rows[6]))
     assert 0 <= age <= 1000 and jobsize == 50, rows  # 1 of 2 CPUs
-    assert fairshare == 10000 // 4 or 0 < fairshare < 10000  # the only user used it all: 2^-1·...
+    assert fairshare == 5000  # the only user has used everything: U = S = 1, 10000·2^-1
     assert priority == age + fairshare + jobsize
     r = multifactor.run(["squeue", "-h", "-j", str(waiting), "-o", "%Q"])
     assert int(r.stdout) == priority

@@ -7,7 +7,6 @@ import os
 import pwd
 import stat
 import subprocess
-import time
 
 import grpc
 import pytest
@@ -118,4 +117,3 @@ def test_cluster_key_creation_is_shared(tmp_path):
     a = load_or_create_key(path)
     b = load_or_create_key(path)
     assert a == b and len(a) == 64
-    time.sleep(0)
