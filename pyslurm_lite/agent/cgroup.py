@@ -342,12 +342,12 @@ def _subdirs(path: str) -> list[str]:
 
 
 def _rmdir_empty(path: str) -> None:
-    """rmdir path and then its parent pyslurm_lite directory, each only if empty."""
-    for p in (path, os.path.dirname(path)):
-        try:
-            os.rmdir(p)
-        except OSError:
-            return
+    """rmdir an agent's scope if it is empty. The shared pyslurm_lite directory above it stays:
+    removing it could race with another agent creating its scope there at that moment."""
+    try:
+        os.rmdir(path)
+    except OSError:
+        pass
 
 
 def _rmtree(path: str) -> None:
