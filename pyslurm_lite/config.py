@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import hostlist as _hostlist
 
 from .errors import ConfigError
-from .model import UNLIMITED, GresRequest, NodeConfig, Partition
+from .model import UNLIMITED, GresRequest, NodeConfig, Partition, Qos
 from .units import parse_time_limit
 
 DEFAULT_CONF = "/etc/pyslurm-lite/slurm.conf"
@@ -66,6 +66,11 @@ class Config:
     partitions: dict[str, Partition] = field(default_factory=dict)
     gres_devices: dict[str, list[GresDevice]] = field(default_factory=dict)
     gres_autodetect: str = ""
+    qos: dict[str, Qos] = field(default_factory=lambda: {"normal": Qos("normal")})
+    preempt_type: str = "preempt/none"
+    preempt_mode: str = "OFF"
+    preempt_exempt_time: int = 0  # seconds a job runs before it may be preempted
+    scheduler_parameters: dict[str, str] = field(default_factory=dict)  # bf_max_job_test=...
     extra: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -216,6 +221,8 @@ def parse(text: str, path: str = "slurm.conf") -> Config:
             _node_line(cfg, pairs, where)
         elif key == "partitionname":
             _partition_line(cfg, pairs, where)
+        elif key == "qosname":
+            _qos_line(cfg, pairs, where)
         elif len(pairs) > 1:
             raise ConfigError(f"{where}: only NodeName and PartitionName lines take several keys")
         else:
@@ -245,6 +252,18 @@ def _simple_key(cfg: Config, key: str, value: str, where: str) -> None:
         if value not in ("priority/basic", "priority/multifactor"):
             raise ConfigError(f"{where}: unknown PriorityType={value}; valid: priority/basic, priority/multifactor")
         cfg.priority_type = value
+    elif key == "preempttype":
+        if value not in PREEMPT_TYPES:
+            raise ConfigError(f"{where}: unknown PreemptType={value}; valid: {', '.join(PREEMPT_TYPES)}")
+        cfg.preempt_type = value
+    elif key == "preemptmode":
+        cfg.preempt_mode = _preempt_mode(value, where)
+    elif key == "preemptexempttime":
+        cfg.preempt_exempt_time = _seconds(value, key, where)
+    elif key == "schedulerparameters":
+        for item in filter(None, value.split(",")):
+            k, _, v = item.partition("=")
+            cfg.scheduler_parameters[k.strip().lower()] = v.strip()
     elif key == "grestypes":
         cfg.gres_types = [t for t in value.split(",") if t]
     elif key in _SIMPLE_KEYS:
@@ -316,10 +335,75 @@ def _partition_line(cfg: Config, pairs, where: str) -> None:
     if part.state not in ("UP", "DOWN", "DRAIN", "INACTIVE"):
         raise ConfigError(f"{where}: bad partition State={part.state}")
     part.priority_tier = _int(opts.get("prioritytier", "1"), "PriorityTier", where)
+    part.allow_accounts = _names(opts.get("allowaccounts", "ALL"))
+    part.allow_groups = _names(opts.get("allowgroups", "ALL"))
+    part.preempt_mode = _preempt_mode(opts["preemptmode"], where) if "preemptmode" in opts else ""
+    part.grace_time = _seconds(opts.get("gracetime", "0"), "GraceTime", where)
     part.priority_job_factor = _int(opts.get("priorityjobfactor", "1"), "PriorityJobFactor", where)
     if name in cfg.partitions:
         raise ConfigError(f"{where}: partition {name} is declared twice")
     cfg.partitions[name] = part
+
+
+PREEMPT_TYPES = ("preempt/none", "preempt/partition_prio", "preempt/qos")
+PREEMPT_MODES = ("OFF", "CANCEL", "REQUEUE")
+
+
+def _names(value: str) -> list[str]:
+    """AllowAccounts=a,b -> ['a', 'b']; ALL -> [] (no restriction)."""
+    names = [v for v in value.split(",") if v]
+    return [] if names in ([], ["ALL"]) else names
+
+
+def _preempt_mode(value: str, where: str) -> str:
+    mode = value.split(",")[0].upper()  # GANG and SUSPEND are not offered
+    if mode not in PREEMPT_MODES:
+        raise ConfigError(f"{where}: unsupported PreemptMode={value}; valid: {', '.join(PREEMPT_MODES)}")
+    return mode
+
+
+def _seconds(value: str, key: str, where: str) -> int:
+    """GraceTime=30 (seconds) or PreemptExemptTime=00:05:00 (a Slurm time)."""
+    if value.isdigit():
+        return int(value)
+    try:
+        return parse_time_limit(value) * 60 if ":" in value or "-" in value else int(value)
+    except Exception:
+        raise ConfigError(f"{where}: bad {key}={value}") from None
+
+
+def _limit(value: str, key: str, where: str) -> int:
+    return UNLIMITED if value.upper() in ("UNLIMITED", "-1") else _int(value, key, where)
+
+
+def _qos_line(cfg: Config, pairs, where: str) -> None:
+    """QOSName=high Priority=100 MaxWall=1:00:00 MaxJobsPerUser=2 MaxTRESPerUser=gres/gpu=2
+    Preempt=normal PreemptMode=REQUEUE GraceTime=30 PreemptExemptTime=00:05:00 — what
+    `sacctmgr add qos` would hold in Slurm's database."""
+    name = pairs[0][1]
+    opts = dict(pairs[1:])
+    unknown = set(opts) - {"priority", "maxwall", "maxjobsperuser", "maxtresperuser", "preempt",
+                           "preemptmode", "gracetime", "preemptexempttime"}
+    if unknown:
+        raise ConfigError(f"{where}: unknown QOS option(s) {', '.join(sorted(unknown))}")
+    qos = Qos(name=name, priority=_int(opts.get("priority", "0"), "Priority", where))
+    if "maxwall" in opts:
+        try:
+            qos.max_wall = parse_time_limit(opts["maxwall"])
+        except Exception:
+            raise ConfigError(f"{where}: bad MaxWall={opts['maxwall']}") from None
+    qos.max_jobs_per_user = _limit(opts.get("maxjobsperuser", "UNLIMITED"), "MaxJobsPerUser", where)
+    for tres in filter(None, opts.get("maxtresperuser", "").split(",")):
+        kind, _, count = tres.rpartition("=")
+        if kind not in ("gres/gpu", "gpu"):
+            raise ConfigError(f"{where}: MaxTRESPerUser supports gres/gpu=N, not '{tres}'")
+        qos.max_gpus_per_user = _int(count, "MaxTRESPerUser", where)
+    qos.preempt = _names(opts.get("preempt", ""))
+    qos.preempt_mode = _preempt_mode(opts["preemptmode"], where) if "preemptmode" in opts else ""
+    qos.grace_time = _seconds(opts.get("gracetime", "0"), "GraceTime", where)
+    if "preemptexempttime" in opts:
+        qos.preempt_exempt_time = _seconds(opts["preemptexempttime"], "PreemptExemptTime", where)
+    cfg.qos[name] = qos
 
 
 PLUGIN_CHOICES = {
@@ -333,6 +417,10 @@ def _validate(cfg: Config) -> None:
         for value in getattr(cfg, attr).split(","):
             if value not in valid:
                 raise ConfigError(f"{cfg.path}: unknown {key}={value}; valid: {', '.join(valid)}")
+    for qos in cfg.qos.values():
+        unknown = [q for q in qos.preempt if q not in cfg.qos]
+        if unknown:
+            raise ConfigError(f"{cfg.path}: QOS {qos.name} may preempt unknown QOS {', '.join(unknown)}")
     if cfg.nodes and not cfg.partitions:
         raise ConfigError(f"{cfg.path}: no PartitionName line: jobs would have nowhere to run")
 

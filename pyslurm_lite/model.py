@@ -71,6 +71,11 @@ class Reason(str, Enum):
     TIME_LIMIT = "TimeLimit"
     RAISED_SIGNAL = "RaisedSignal"
     ARRAY_TASK_LIMIT = "JobArrayTaskLimit"
+    QOS_MAX_JOBS_PER_USER = "QOSMaxJobsPerUserLimit"
+    QOS_MAX_GRES_PER_USER = "QOSMaxGRESPerUser"
+    QOS_MAX_WALL = "QOSMaxWallDurationPerJobLimit"
+    RESERVATION = "Reservation"  # its --reservation has not begun yet
+    RESERVED_MAINT = "ReqNodeNotAvail, Reserved for maintenance"
 
 
 class NodeState(str, Enum):
@@ -146,6 +151,7 @@ class JobSpec:
     mem_per_gpu: int = 0
     dependency: str = ""
     kill_on_invalid_dep: bool = False
+    reservation: str = ""
 
     def gpus_needed_per_node(self) -> int:
         """GPUs this job needs on each of its nodes, from whichever flag set them."""
@@ -245,6 +251,8 @@ class Job:
     array_limit: int = 0  # %N throttle, 0 none
     array_tasks: str = ""  # the array's indices, folded
     factors: dict[str, float] = field(default_factory=dict)  # multifactor's weighted factors
+    preempt_time: float = 0.0  # being preempted: when its grace time ends (0: not preempted)
+    preempt_mode: str = ""  # REQUEUE or CANCEL: what happens to it then
 
     @property
     def node_names(self) -> list[str]:
@@ -327,6 +335,45 @@ class Partition:
     state: str = "UP"
     priority_tier: int = 1
     priority_job_factor: int = 1
+    allow_accounts: list[str] = field(default_factory=list)  # empty: ALL
+    allow_groups: list[str] = field(default_factory=list)  # empty: ALL
+    preempt_mode: str = ""  # "" = the cluster's PreemptMode
+    grace_time: int = 0  # seconds between SIGTERM and the kill when preempted
+
+
+@dataclass
+class Qos:
+    """A quality of service: a priority, limits and whom its jobs may preempt (sacctmgr's QOS,
+    declared here by QOSName lines in slurm.conf)."""
+
+    name: str
+    priority: int = 0
+    max_wall: int = UNLIMITED  # minutes
+    max_jobs_per_user: int = UNLIMITED
+    max_gpus_per_user: int = UNLIMITED  # MaxTRESPerUser=gres/gpu=N
+    preempt: list[str] = field(default_factory=list)  # QOS names its jobs may preempt
+    preempt_mode: str = ""  # "" = the cluster's PreemptMode
+    grace_time: int = 0  # seconds
+    preempt_exempt_time: int = -1  # seconds; -1: the cluster's PreemptExemptTime
+
+
+@dataclass
+class Reservation:
+    """An advance reservation: nodes set aside for some users or accounts over a time window."""
+
+    name: str
+    start_time: float
+    end_time: float
+    nodes: list[str] = field(default_factory=list)
+    users: list[str] = field(default_factory=list)
+    accounts: list[str] = field(default_factory=list)
+    flags: list[str] = field(default_factory=list)  # MAINT, ...
+
+    def admits(self, user: str, account: str) -> bool:
+        return user in self.users or (bool(account) and account in self.accounts)
+
+    def active(self, now: float) -> bool:
+        return self.start_time <= now < self.end_time
 
 
 def parse_constraint(text: str) -> tuple[tuple[str, ...], ...]:

@@ -18,7 +18,8 @@ def job(job_id: int, *, cpus: int = 1, mem: int = 100, nodes: int = 1, gpus: int
         gpu_type: str = "", priority: int | None = None, submit: float | None = None,
         partition: str = DEFAULT_PARTITION, exclusive: bool = False, begin: float = 0.0,
         held: bool = False, held_by_admin: bool = False, features: tuple[str, ...] = (),
-        constraint: str = "", limit: int = -1) -> JobView:
+        constraint: str = "", limit: int = -1, user: str = "alice", qos: str = "normal",
+        account: str = "", reservation: str = "") -> JobView:
     """A pending job asking for `cpus`/`mem` (MiB)/`gpus` on each of `nodes` nodes.
 
     By default priority decreases and submit time increases with the job id, as in the
@@ -31,7 +32,8 @@ def job(job_id: int, *, cpus: int = 1, mem: int = 100, nodes: int = 1, gpus: int
         partition=partition, num_nodes=nodes,
         cpus_per_node=(cpus,) * nodes, mem_per_node=(mem,) * nodes,
         gpus_per_node=gpus, gpu_type=gpu_type, exclusive=exclusive, begin_time=begin,
-        held=held, held_by_admin=held_by_admin, time_limit=limit,
+        held=held, held_by_admin=held_by_admin, time_limit=limit, user=user, qos=qos,
+        account=account, reservation=reservation,
         features=parse_constraint(constraint) if constraint else ((tuple(features),) if features else ()))
 
 
@@ -53,21 +55,28 @@ def node(name: str, *, cpus: int = 4, mem: int = 4000, gpus: int = 0,
                     features=tuple(features), weight=weight, idle=idle)
 
 
-def partition(name: str = DEFAULT_PARTITION, nodes=(), up: bool = True) -> PartitionView:
-    return PartitionView(name=name, nodes=tuple(nodes), up=up)
+def partition(name: str = DEFAULT_PARTITION, nodes=(), up: bool = True, tier: int = 1,
+              preempt_mode: str = "", grace: int = 0) -> PartitionView:
+    return PartitionView(name=name, nodes=tuple(nodes), up=up, priority_tier=tier,
+                         preempt_mode=preempt_mode, grace_time=grace)
 
 
-def running(job_id: int, node: str, *, cpus: int = 1, mem: int = 100, gpus=(), end: float = math.inf):
+def running(job_id: int, node: str, *, cpus: int = 1, mem: int = 100, gpus=(), end: float = math.inf,
+            start: float = 0.0, partition: str = DEFAULT_PARTITION, user: str = "alice",
+            qos: str = "normal", preempting: bool = False, requeue: bool = True):
     """A running job holding cpus/mem/gpus on node until `end` (its time limit)."""
-    return RunningView(job_id, (NodeAllocation(node, cpus, mem, list(gpus)),), end)
+    return RunningView(job_id, (NodeAllocation(node, cpus, mem, list(gpus)),), end, start=start,
+                       partition=partition, user=user, qos=qos, preempting=preempting,
+                       requeue=requeue)
 
 
-def snapshot(jobs=(), nodes=(), partitions=None, running=()) -> Snapshot:
+def snapshot(jobs=(), nodes=(), partitions=None, running=(), qos=(), reservations=()) -> Snapshot:
     """A snapshot; without `partitions`, one partition 'main' holding every node."""
     if partitions is None:
         partitions = [partition(DEFAULT_PARTITION, [n.name for n in nodes])]
     return Snapshot(jobs=tuple(jobs), nodes=tuple(nodes),
-                    partitions={p.name: p for p in partitions}, running=tuple(running))
+                    partitions={p.name: p for p in partitions}, running=tuple(running),
+                    qos={q.name: q for q in qos}, reservations=tuple(reservations))
 
 
 def model_job(job_id: int = 42, *, nodes=("node1",), cpus: int = 1, gpus=(), name: str = "train",

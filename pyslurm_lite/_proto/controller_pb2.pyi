@@ -304,3 +304,53 @@ class CompleteJobRequest(_message.Message):
 class CompleteJobReply(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
+
+class GetSharesRequest(_message.Message):
+    __slots__ = ("users",)
+    USERS_FIELD_NUMBER: _ClassVar[int]
+    users: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, users: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class GetSharesReply(_message.Message):
+    __slots__ = ("rows",)
+    ROWS_FIELD_NUMBER: _ClassVar[int]
+    rows: _containers.RepeatedCompositeFieldContainer[_types_pb2.ShareRow]
+    def __init__(self, rows: _Optional[_Iterable[_Union[_types_pb2.ShareRow, _Mapping]]] = ...) -> None: ...
+
+class CreateReservationRequest(_message.Message):
+    __slots__ = ("reservation", "node_count", "partition")
+    RESERVATION_FIELD_NUMBER: _ClassVar[int]
+    NODE_COUNT_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_FIELD_NUMBER: _ClassVar[int]
+    reservation: _types_pb2.Reservation
+    node_count: int
+    partition: str
+    def __init__(self, reservation: _Optional[_Union[_types_pb2.Reservation, _Mapping]] = ..., node_count: _Optional[int] = ..., partition: _Optional[str] = ...) -> None: ...
+
+class CreateReservationReply(_message.Message):
+    __slots__ = ("name",)
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    def __init__(self, name: _Optional[str] = ...) -> None: ...
+
+class DeleteReservationRequest(_message.Message):
+    __slots__ = ("name",)
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    def __init__(self, name: _Optional[str] = ...) -> None: ...
+
+class DeleteReservationReply(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class GetReservationsRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class GetReservationsReply(_message.Message):
+    __slots__ = ("reservations", "now")
+    RESERVATIONS_FIELD_NUMBER: _ClassVar[int]
+    NOW_FIELD_NUMBER: _ClassVar[int]
+    reservations: _containers.RepeatedCompositeFieldContainer[_types_pb2.Reservation]
+    now: float
+    def __init__(self, reservations: _Optional[_Iterable[_Union[_types_pb2.Reservation, _Mapping]]] = ..., now: _Optional[float] = ...) -> None: ...

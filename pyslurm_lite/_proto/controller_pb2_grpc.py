@@ -80,6 +80,26 @@ class ControllerStub:
                 request_serializer=pyslurm__lite_dot_v1_dot_controller__pb2.GetPartitionsRequest.SerializeToString,
                 response_deserializer=pyslurm__lite_dot_v1_dot_controller__pb2.GetPartitionsReply.FromString,
                 _registered_method=True)
+        self.GetShares = channel.unary_unary(
+                '/pyslurm_lite.v1.Controller/GetShares',
+                request_serializer=pyslurm__lite_dot_v1_dot_controller__pb2.GetSharesRequest.SerializeToString,
+                response_deserializer=pyslurm__lite_dot_v1_dot_controller__pb2.GetSharesReply.FromString,
+                _registered_method=True)
+        self.CreateReservation = channel.unary_unary(
+                '/pyslurm_lite.v1.Controller/CreateReservation',
+                request_serializer=pyslurm__lite_dot_v1_dot_controller__pb2.CreateReservationRequest.SerializeToString,
+                response_deserializer=pyslurm__lite_dot_v1_dot_controller__pb2.CreateReservationReply.FromString,
+                _registered_method=True)
+        self.DeleteReservation = channel.unary_unary(
+                '/pyslurm_lite.v1.Controller/DeleteReservation',
+                request_serializer=pyslurm__lite_dot_v1_dot_controller__pb2.DeleteReservationRequest.SerializeToString,
+                response_deserializer=pyslurm__lite_dot_v1_dot_controller__pb2.DeleteReservationReply.FromString,
+                _registered_method=True)
+        self.GetReservations = channel.unary_unary(
+                '/pyslurm_lite.v1.Controller/GetReservations',
+                request_serializer=pyslurm__lite_dot_v1_dot_controller__pb2.GetReservationsRequest.SerializeToString,
+                response_deserializer=pyslurm__lite_dot_v1_dot_controller__pb2.GetReservationsReply.FromString,
+                _registered_method=True)
         self.CreateStep = channel.unary_unary(
                 '/pyslurm_lite.v1.Controller/CreateStep',
                 request_serializer=pyslurm__lite_dot_v1_dot_controller__pb2.CreateStepRequest.SerializeToString,
@@ -171,6 +191,30 @@ class ControllerServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetShares(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CreateReservation(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteReservation(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetReservations(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def CreateStep(self, request, context):
         """steps (srun) and allocations (salloc, srun outside a job)
         """
@@ -256,6 +300,26 @@ def add_ControllerServicer_to_server(servicer, server):
                     servicer.GetPartitions,
                     request_deserializer=pyslurm__lite_dot_v1_dot_controller__pb2.GetPartitionsRequest.FromString,
                     response_serializer=pyslurm__lite_dot_v1_dot_controller__pb2.GetPartitionsReply.SerializeToString,
+            ),
+            'GetShares': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetShares,
+                    request_deserializer=pyslurm__lite_dot_v1_dot_controller__pb2.GetSharesRequest.FromString,
+                    response_serializer=pyslurm__lite_dot_v1_dot_controller__pb2.GetSharesReply.SerializeToString,
+            ),
+            'CreateReservation': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreateReservation,
+                    request_deserializer=pyslurm__lite_dot_v1_dot_controller__pb2.CreateReservationRequest.FromString,
+                    response_serializer=pyslurm__lite_dot_v1_dot_controller__pb2.CreateReservationReply.SerializeToString,
+            ),
+            'DeleteReservation': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteReservation,
+                    request_deserializer=pyslurm__lite_dot_v1_dot_controller__pb2.DeleteReservationRequest.FromString,
+                    response_serializer=pyslurm__lite_dot_v1_dot_controller__pb2.DeleteReservationReply.SerializeToString,
+            ),
+            'GetReservations': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetReservations,
+                    request_deserializer=pyslurm__lite_dot_v1_dot_controller__pb2.GetReservationsRequest.FromString,
+                    response_serializer=pyslurm__lite_dot_v1_dot_controller__pb2.GetReservationsReply.SerializeToString,
             ),
             'CreateStep': grpc.unary_unary_rpc_method_handler(
                     servicer.CreateStep,
@@ -531,6 +595,114 @@ class Controller:
             '/pyslurm_lite.v1.Controller/GetPartitions',
             pyslurm__lite_dot_v1_dot_controller__pb2.GetPartitionsRequest.SerializeToString,
             pyslurm__lite_dot_v1_dot_controller__pb2.GetPartitionsReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetShares(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/pyslurm_lite.v1.Controller/GetShares',
+            pyslurm__lite_dot_v1_dot_controller__pb2.GetSharesRequest.SerializeToString,
+            pyslurm__lite_dot_v1_dot_controller__pb2.GetSharesReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CreateReservation(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/pyslurm_lite.v1.Controller/CreateReservation',
+            pyslurm__lite_dot_v1_dot_controller__pb2.CreateReservationRequest.SerializeToString,
+            pyslurm__lite_dot_v1_dot_controller__pb2.CreateReservationReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteReservation(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/pyslurm_lite.v1.Controller/DeleteReservation',
+            pyslurm__lite_dot_v1_dot_controller__pb2.DeleteReservationRequest.SerializeToString,
+            pyslurm__lite_dot_v1_dot_controller__pb2.DeleteReservationReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetReservations(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/pyslurm_lite.v1.Controller/GetReservations',
+            pyslurm__lite_dot_v1_dot_controller__pb2.GetReservationsRequest.SerializeToString,
+            pyslurm__lite_dot_v1_dot_controller__pb2.GetReservationsReply.FromString,
             options,
             channel_credentials,
             insecure,

@@ -62,9 +62,10 @@ def add_job_options(p) -> None:
     a("--signal")
     a("-a", "--array")
     a("-d", "--dependency")
+    a("--reservation")
     a("-Q", "--quiet", action="store_true", default=None)
     for ignored in ("--mail-type", "--mail-user", "--wckey", "--distribution", "--hint",
-                    "--gres-flags", "--licenses", "--reservation", "--propagate", "--get-user-env",
+                    "--gres-flags", "--licenses", "--propagate", "--get-user-env",
                     "--mcs-label", "--tmp", "--cluster-constraint", "--gpu-bind", "--cpu-bind"):
         a(ignored)
     a("--kill-on-invalid-dep")
@@ -173,6 +174,7 @@ def spec_from_args(ns, script: str, cwd: str) -> JobSpec:
     spec.argv = list(ns.script_args or [])
     spec.partition = ns.partition or os.environ.get("SBATCH_PARTITION", "")
     spec.account, spec.qos, spec.comment = ns.account or "", ns.qos or "", ns.comment or ""
+    spec.reservation = ns.reservation or ""
     _tasks(ns, spec)
     _memory_and_gpus(ns, spec)
     _io(ns, spec)

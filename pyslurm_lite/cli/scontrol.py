@@ -370,9 +370,15 @@ def show_step(client, ns, arg: str | None) -> int:
     return 0
 
 
+def show_reservation(client, ns, arg: str | None) -> int:
+    from . import reservation
+    return reservation.show(client, ns, arg)
+
+
 SHOW = {"job": show_job, "jobs": show_job, "node": show_node, "nodes": show_node,
         "partition": show_partition, "partitions": show_partition, "step": show_step,
-        "steps": show_step}
+        "steps": show_step, "reservation": show_reservation, "reservations": show_reservation,
+        "res": show_reservation}
 
 
 def show(make_client, ns, args: list[str]) -> int:
@@ -400,7 +406,7 @@ def main_args(argv: list[str]) -> int:
     ns = p.parse_intermixed_args(argv)
     if not ns.command:
         fail(PROG, "a command is required: show, update, hold, uhold, release, requeue, "
-                   "requeuehold, ping")
+                   "requeuehold, create, delete, ping")
     from ..client import Client
     cmd = ns.command.lower()
     if cmd == "show":
@@ -411,6 +417,12 @@ def main_args(argv: list[str]) -> int:
         return job_action(Client(), cmd, ns.args)
     if cmd == "ping":
         return ping(Client(timeout=5.0))
+    if cmd in ("create", "delete"):
+        from . import reservation
+        if cmd == "create" and (not ns.args or ns.args[0].lower() not in ("reservation", "res")):
+            fail(PROG, "create: only reservations can be created: scontrol create reservation ...")
+        args = ns.args[1:] if cmd == "create" else ns.args
+        return (reservation.create if cmd == "create" else reservation.delete)(Client(), args)
     sys.stderr.write(f"invalid keyword: {ns.command}\n")
     return 1
 

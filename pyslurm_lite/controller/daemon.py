@@ -26,6 +26,7 @@ from ..sched import SchedConfig, schedule
 from .dispatch import Dispatcher
 from .job_mgr import JobManager
 from .node_mgr import NodeManager
+from .resv_mgr import ReservationManager
 from .rpc import ControllerServicer
 from .state import ClusterState
 from .step_mgr import StepManager
@@ -49,13 +50,11 @@ class Controller:
         self.nodes = NodeManager(self.state, self.jobs)
         self.dispatch = Dispatcher(self.state)
         self.steps = StepManager(self.state, key_of=lambda: self.dispatch.key)
+        self.reservations = ReservationManager(self.state)
         self.stop = threading.Event()
         self.server = None
         self._priorities_at = 0.0
-        kind = cfg.extra.get("schedulertype", "sched/backfill")
-        if kind not in ("sched/backfill", "sched/builtin"):
-            raise ConfigError(f"{cfg.path}: unknown SchedulerType={kind}; valid: sched/backfill, sched/builtin")
-        self.sched_config = SchedConfig(backfill=kind == "sched/backfill")
+        self.sched_config = sched_config(cfg)
 
     def schedule_once(self, now: float) -> int:
         with self.state.lock:
@@ -63,6 +62,8 @@ class Controller:
         plan = schedule(snap, now, self.sched_config)
         effects = self.jobs.apply_plan(plan)
         self.dispatch.send(effects)
+        if plan.preemptions:  # those without a grace time go now
+            self.dispatch.send(self.jobs.preemptions_due(now))
         return len(plan.starts)
 
     def monitor_once(self, now: float) -> None:
@@ -72,6 +73,7 @@ class Controller:
             self._priorities_at = now
         self.dispatch.send(self.jobs.signal_warnings(now))
         self.dispatch.send(self.jobs.time_limits(now))
+        self.dispatch.send(self.jobs.preemptions_due(now))
         self.dispatch.send(self.nodes.monitor(now))
         with self.state.lock:
             self.state.purge_old(now)
@@ -102,7 +104,8 @@ class Controller:
         self.dispatch.key = key
         self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=16), options=SERVER_OPTIONS,
                                   interceptors=[AuthInterceptor(key, AGENT_METHODS)])
-        servicer = ControllerServicer(self.state, self.jobs, self.nodes, self.dispatch, self.steps)
+        servicer = ControllerServicer(self.state, self.jobs, self.nodes, self.dispatch, self.steps,
+                                      self.reservations)
         self.server.add_generic_rpc_handlers((servicer.raw_handlers(),))  # before the generated
         controller_pb2_grpc.add_ControllerServicer_to_server(servicer, self.server)
         port = bind_port(self.server, bind or f"0.0.0.0:{self.cfg.controller_port}")
@@ -120,6 +123,22 @@ class Controller:
             self.server.stop(grace=1).wait()
         self.dispatch.close()
         self.store.close()
+
+
+def sched_config(cfg) -> SchedConfig:
+    """SchedulerType, SchedulerParameters (bf_max_job_test, default 500 as in Slurm;
+    bf_conservative for conservative backfill, our addition) and the Preempt* keys."""
+    kind = cfg.extra.get("schedulertype", "sched/backfill")
+    if kind not in ("sched/backfill", "sched/builtin"):
+        raise ConfigError(f"{cfg.path}: unknown SchedulerType={kind}; valid: sched/backfill, sched/builtin")
+    params = cfg.scheduler_parameters
+    try:
+        max_job_test = int(params.get("bf_max_job_test", "500"))
+    except ValueError:
+        raise ConfigError(f"{cfg.path}: bad bf_max_job_test={params['bf_max_job_test']}") from None
+    return SchedConfig(backfill=kind == "sched/backfill", conservative="bf_conservative" in params,
+                       max_job_test=max_job_test, preempt_type=cfg.preempt_type,
+                       preempt_mode=cfg.preempt_mode, preempt_exempt_time=cfg.preempt_exempt_time)
 
 
 def main(conf_path: str | None = None, pid_file: str | None = None) -> None:

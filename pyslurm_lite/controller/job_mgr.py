@@ -24,6 +24,7 @@ log = logging.getLogger("pyslurm_lite.controller.jobs")
 BASE_PRIORITY = 4294901759  # priority/basic: Slurm's first job priority, decreasing by one
 MASTER_PORT_BASE = 29500  # MASTER_PORT range for distributed training, one port per job
 MASTER_PORT_RANGE = 2000
+PREEMPT_REQUEUE_DELAY = 5.0  # seconds a preempted, requeued job waits before it may start again
 
 
 @dataclass
@@ -132,7 +133,7 @@ class JobManager:
         for spec in specs:
             if not caller.is_operator and spec.uid != caller.uid:
                 raise PermissionDenied("Access/permission denied: a job runs as its submitter")
-            checked.append((spec, *validate_spec(self.s.cfg, spec)))
+            checked.append((spec, *validate_spec(self.s.cfg, spec, self.s.reservations)))
         now = self.s.clock()
         with self.s.lock:
             first = self.s.next_job_id
@@ -314,6 +315,7 @@ class JobManager:
                         (job.reason != reason or job.expected_start != expected):
                     job.reason, job.expected_start = reason, expected
                     self.s.touch(job)
+            effects.signals += self._preempt(plan.preemptions, now)
             for start in plan.starts:
                 job = self.s.jobs.get(start.job_id)
                 if job is None or job.state != JobState.PENDING or job.job_id in self.s.completing:
@@ -330,6 +332,53 @@ class JobManager:
                 by_node.setdefault(job.allocations[0].node, []).append(job)
         effects.launches = [Launch(node, jobs) for node, jobs in by_node.items()]
         return effects
+
+    def _preempt(self, preemptions, now: float) -> list[Signal]:
+        """Mark victims (committed with the plan's starts), then SIGTERM every process of each
+        one; its grace time runs from now (preemptions_due ends it)."""
+        signals, marked = [], []
+        for p in preemptions:
+            job = self.s.jobs.get(p.job_id)
+            if job is None or job.state != JobState.RUNNING or job.preempt_time:
+                continue
+            job.preempt_time, job.preempt_mode = now + p.grace, p.mode
+            log.info("job %s preempted by job %s (%s after %ss)", job.job_id, p.by, p.mode, p.grace)
+            marked.append(job)
+            if p.grace > 0:
+                signals += self._signal_effects(job, _signal.SIGTERM)
+        self.s.save(marked)
+        return signals
+
+    def preemptions_due(self, now: float) -> Effects:
+        """Preempted jobs whose grace time is over: requeued (restart count up) or ended PREEMPTED."""
+        effects, changed = Effects(), []
+        with self.s.lock:
+            for job in self.s.jobs.values():
+                if job.state != JobState.RUNNING or not job.preempt_time or now < job.preempt_time:
+                    continue
+                mode = job.preempt_mode
+                job.preempt_time, job.preempt_mode = 0.0, ""
+                if mode == "REQUEUE":
+                    effects.signals += self.requeue(job)
+                    # as Slurm, a requeued job waits a while (BeginTime), so the job it made
+                    # room for starts first whatever their priorities
+                    job.eligible_time = now + PREEMPT_REQUEUE_DELAY
+                else:
+                    effects.signals += self._end(job, JobState.PREEMPTED, Reason.NONE, now)
+                changed.append(job)
+            self.s.save(changed)
+        if changed:
+            self.s.changed.set()
+        return effects
+
+    def shares(self, users: list[str]):
+        """sshare's rows from the usage the fair-share factor is computed from."""
+        from .fairshare import share_rows
+        cfg = self.s.cfg
+        usage = self.s.store.load_usage(self.s.clock(), cfg.priority_decay_half_life * 60.0)
+        with self.s.lock:
+            known = {(j.spec.account, j.spec.user) for j in self.s.jobs.values()}
+        return share_rows(usage, known, users)
 
     def _start(self, job: Job, allocations: list[NodeAllocation], now: float) -> None:
         job.allocations = allocations
@@ -398,6 +447,7 @@ class JobManager:
         usage = self.s.store.load_usage(now, cfg.priority_decay_half_life * 60.0)
         total_cpus = sum(n.cpus for n in cfg.nodes.values())
         top_factor = max((p.priority_job_factor for p in cfg.partitions.values()), default=1) or 1
+        top_qos = max((q.priority for q in cfg.qos.values()), default=0) or 1
         with self.s.lock:
             pending = [j for j in self.s.jobs.values() if j.state == JobState.PENDING]
             shares = prio.fairshare(usage, {j.spec.user for j in pending})
@@ -406,7 +456,9 @@ class JobManager:
                 f = prio.factors(job.eligible_time or job.submit_time, now,
                                  job.spec.cpus_on_node(0) * job.spec.num_nodes, total_cpus,
                                  (part.priority_job_factor if part else 1) / top_factor,
-                                 shares.get(job.spec.user, 1.0), weights)
+                                 shares.get(job.spec.user, 1.0), weights,
+                                 cfg.qos[job.spec.qos or "normal"].priority / top_qos
+                                 if (job.spec.qos or "normal") in cfg.qos else 0.0)
                 value = prio.combine(f, weights, job.spec.nice)
                 if value != job.priority:
                     job.priority = value

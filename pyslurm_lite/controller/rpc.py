@@ -12,11 +12,12 @@ import grpc
 
 from .. import wire
 from .._proto import controller_pb2 as pb, controller_pb2_grpc, types_pb2
-from ..model import GpuDevice, JobSpec
+from ..model import GpuDevice, JobSpec, Reservation
 from ..rpcutil import caller_of, rpc_method
 from .dispatch import Dispatcher
 from .job_mgr import Caller, Ending, JobFilter, JobManager
 from .node_mgr import NodeManager
+from .resv_mgr import ReservationManager
 from .state import ClusterState
 from .step_mgr import StepManager
 
@@ -34,8 +35,9 @@ def _caller(context) -> Caller:
 
 class ControllerServicer(controller_pb2_grpc.ControllerServicer):
     def __init__(self, state: ClusterState, jobs: JobManager, nodes: NodeManager, dispatch: Dispatcher,
-                 steps: StepManager):
+                 steps: StepManager, reservations: ReservationManager):
         self.s, self.jobs, self.nodes, self.dispatch, self.steps = state, jobs, nodes, dispatch, steps
+        self.reservations = reservations
         self._msg_cache: dict[int, tuple[int, types_pb2.Job]] = {}
         self._cache_lock = threading.Lock()
 
@@ -138,6 +140,28 @@ class ControllerServicer(controller_pb2_grpc.ControllerServicer):
     def GetPartitions(self, request, context):
         parts = [wire.to_msg(p, types_pb2.Partition) for p in self.s.cfg.partitions.values()]
         return pb.GetPartitionsReply(partitions=parts, nodes=self._node_msgs(None))
+
+    @rpc_method
+    def GetShares(self, request, context):
+        rows = self.jobs.shares(list(request.users))
+        return pb.GetSharesReply(rows=[wire.to_msg(r, types_pb2.ShareRow) for r in rows])
+
+    @rpc_method
+    def CreateReservation(self, request, context):
+        resv = wire.from_msg(request.reservation, Reservation)
+        name = self.reservations.create(resv, request.node_count, request.partition, _caller(context))
+        return pb.CreateReservationReply(name=name)
+
+    @rpc_method
+    def DeleteReservation(self, request, context):
+        self.reservations.delete(request.name, _caller(context))
+        return pb.DeleteReservationReply()
+
+    @rpc_method
+    def GetReservations(self, request, context):
+        return pb.GetReservationsReply(
+            reservations=[wire.to_msg(r, types_pb2.Reservation) for r in self.reservations.list()],
+            now=self.s.clock())
 
     @rpc_method
     def CreateStep(self, request, context):

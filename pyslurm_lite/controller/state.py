@@ -12,7 +12,8 @@ import threading
 import uuid
 
 from ..config import Config
-from ..model import GpuDevice, Job, JobState, Node, NodeAllocation, NodeState, parse_constraint
+from ..model import (GpuDevice, Job, JobState, Node, NodeAllocation, NodeState, Reservation,
+                     parse_constraint)
 from ..sched import JobView, NodeView, PartitionView, RunningView, Snapshot, dependency
 from .store import Store
 
@@ -38,6 +39,7 @@ class ClusterState:
         self.changed = threading.Event()  # wakes the scheduler
         self.new_jobs = False  # submissions since priorities were last computed
         self._final_states: dict[int, tuple[str, bool]] = {}  # forgotten jobs' final states
+        self.reservations: dict[str, Reservation] = {}  # advance reservations, by name
 
     # ---- start-up ------------------------------------------------------------------------------
     def recover(self) -> None:
@@ -48,6 +50,7 @@ class ClusterState:
                 if job.state in (JobState.RUNNING, JobState.COMPLETING):
                     self._hold_allocations(job)
             self.next_job_id = max(self.next_job_id, self.store.max_job_id() + 1)
+            self.reservations = {r.name: r for r in self.store.load_reservations()}
             for name, row in self.store.load_nodes().items():
                 node = self.nodes.get(name)
                 if node is not None:
@@ -132,7 +135,8 @@ class ClusterState:
                 held=job.held, held_by_admin=job.held_by_admin,
                 features=parse_constraint(spec.constraint),
                 time_limit=job.time_limit, array_job_id=job.array_job_id,
-                array_limit=job.array_limit)
+                array_limit=job.array_limit, user=spec.user, account=spec.account,
+                qos=spec.qos or "normal", reservation=spec.reservation)
             self._views[job.job_id] = view
         return view
 
@@ -165,21 +169,34 @@ class ClusterState:
                         if j.state == JobState.PENDING and not j.held
                         and j.job_id not in self.completing)
         nodes = tuple(self.node_view(n) for n in self.nodes.values())
-        parts = {p.name: PartitionView(p.name, tuple(p.nodes), p.state == "UP")
+        parts = {p.name: PartitionView(p.name, tuple(p.nodes), p.state in ("UP", "DRAIN"),
+                                       p.priority_tier, p.preempt_mode, p.grace_time)
                  for p in self.cfg.partitions.values()}
         now = self.clock()
-        running = tuple(
-            RunningView(j.job_id, tuple(j.allocations),
-                        now if j.job_id in self.completing else
-                        (j.start_time + j.time_limit * 60 if j.time_limit > 0 else math.inf))
-            for j in self.jobs.values()
-            if j.allocations and (j.state == JobState.RUNNING or j.job_id in self.completing))
+        running = tuple(self.running_view(j, now) for j in self.jobs.values()
+                        if j.allocations and (j.state == JobState.RUNNING or j.job_id in self.completing))
         array_running: dict[int, int] = {}
         for j in self.jobs.values():
             if j.array_job_id and j.state == JobState.RUNNING:
                 array_running[j.array_job_id] = array_running.get(j.array_job_id, 0) + 1
+        reservations = tuple(r for r in self.reservations.values() if r.end_time > now)
         return Snapshot(jobs=pending, nodes=nodes, partitions=parts, running=running,
-                        dependencies=self.unmet_dependencies(), array_running=array_running)
+                        dependencies=self.unmet_dependencies(), array_running=array_running,
+                        qos=self.cfg.qos, reservations=reservations)
+
+    def running_view(self, j: Job, now: float) -> RunningView:
+        """When it will have let go at the latest: now if it is already ending, its grace time
+        plus KillWait if it is being preempted, else its time limit."""
+        if j.job_id in self.completing:
+            end = now
+        elif j.preempt_time:
+            end = j.preempt_time + self.cfg.kill_wait
+        else:
+            end = j.start_time + j.time_limit * 60 if j.time_limit > 0 else math.inf
+        return RunningView(j.job_id, tuple(j.allocations), end, start=j.start_time,
+                           partition=j.partition, user=j.spec.user, qos=j.spec.qos or "normal",
+                           priority=j.priority, requeue=j.spec.requeue,
+                           preempting=bool(j.preempt_time))
 
     def unmet_dependencies(self) -> dict[int, str]:
         """Pending jobs whose --dependency does not hold yet ("wait") or never will ("never").

@@ -18,8 +18,8 @@ import sqlalchemy as sa
 
 from .. import wire
 from .._proto import types_pb2
-from ..errors import ConfigError
-from ..model import Job
+from ..errors import ConfigError, StaleState
+from ..model import Job, Reservation
 
 SCHEMA_VERSION = 1  # bump with a migration when a table changes
 
@@ -73,6 +73,15 @@ usage_table = sa.Table(
     sa.Column("user_name", sa.String(64), primary_key=True),
     sa.Column("cpu_seconds", sa.Float, nullable=False),
     sa.Column("updated", sa.Float, nullable=False),
+)
+
+# Advance reservations (scontrol create reservation), as protobuf blobs like jobs. Added after
+# schema version 1 without a bump: create_all adds the table to older databases unchanged.
+reservations_table = sa.Table(
+    "reservations", metadata,
+    sa.Column("name", sa.String(128), primary_key=True),
+    sa.Column("end_time", sa.Float, nullable=False),
+    sa.Column("data", sa.LargeBinary, nullable=False),
 )
 
 ACTIVE_STATES = ("PENDING", "RUNNING", "SUSPENDED", "COMPLETING")
@@ -201,6 +210,32 @@ class Store:
         with self.engine.connect() as conn:
             rows = conn.execute(sa.select(usage_table)).all()
         return {r.user_name: decayed(r.cpu_seconds, now - r.updated, half_life) for r in rows}
+
+    # ---- advance reservations -----------------------------------------------------------------
+    def save_reservation(self, resv: Reservation) -> None:
+        """Insert a new reservation; StaleState if the name is taken."""
+        blob = wire.to_msg(resv, types_pb2.Reservation).SerializeToString()
+        with self._lock, self.engine.begin() as conn:
+            if conn.execute(sa.select(reservations_table.c.name)
+                            .where(reservations_table.c.name == resv.name)).first():
+                raise StaleState(f"Reservation {resv.name} already exists")
+            conn.execute(reservations_table.insert().values(name=resv.name, end_time=resv.end_time,
+                                                            data=blob))
+
+    def delete_reservation(self, name: str) -> bool:
+        with self._lock, self.engine.begin() as conn:
+            return conn.execute(reservations_table.delete()
+                                .where(reservations_table.c.name == name)).rowcount > 0
+
+    def load_reservations(self) -> list[Reservation]:
+        with self.engine.connect() as conn:
+            rows = conn.execute(sa.select(reservations_table.c.data)).all()
+        out = []
+        for (blob,) in rows:
+            msg = types_pb2.Reservation()
+            msg.ParseFromString(blob)
+            out.append(wire.from_msg(msg, Reservation))
+        return out
 
     # ---- nodes --------------------------------------------------------------------------------
     def save_node(self, name: str, drain: bool, down: bool, reason: str, reason_time: float) -> None:

@@ -7,7 +7,7 @@ run on the configured nodes, just not now, is accepted (it waits with a Reason).
 from __future__ import annotations
 
 from ..config import Config, expand
-from ..errors import InvalidRequest, NotFound, Unsatisfiable
+from ..errors import InvalidRequest, NotFound, PermissionDenied, Unsatisfiable
 from ..model import UNLIMITED, JobSpec, NodeConfig, Partition, constraint_met, parse_constraint
 
 NODE_CONFIG_UNAVAILABLE = "Requested node configuration is not available"
@@ -47,7 +47,37 @@ def node_can_hold(node: NodeConfig, spec: JobSpec, index: int, cfg: Config) -> b
             and gpus >= gpus_needed and features_ok)
 
 
-def validate_spec(cfg: Config, spec: JobSpec) -> tuple[Partition, int]:
+def check_access(cfg: Config, spec: JobSpec, part: Partition, reservations: dict) -> None:
+    """The partition's state and AllowAccounts/AllowGroups, the QOS, the reservation."""
+    if part.state in ("DRAIN", "INACTIVE"):
+        raise InvalidRequest("Required partition not available (inactive or drain)")
+    if part.allow_accounts and spec.account not in part.allow_accounts:
+        raise PermissionDenied("Invalid account or account/partition combination specified")
+    if part.allow_groups and not _in_groups(part.allow_groups, spec):
+        raise PermissionDenied("User's group not permitted to use this partition")
+    if (spec.qos or "normal") not in cfg.qos:
+        raise InvalidRequest("Invalid qos specification")
+    if spec.reservation:
+        resv = reservations.get(spec.reservation)
+        if resv is None:
+            raise InvalidRequest("Requested reservation is invalid")
+        if not resv.admits(spec.user, spec.account) and spec.uid != 0:
+            raise PermissionDenied("Access denied to requested reservation")
+
+
+def _in_groups(names: list[str], spec: JobSpec) -> bool:
+    import grp
+    mine = {spec.gid, *spec.groups}
+    for name in names:
+        try:
+            if grp.getgrnam(name).gr_gid in mine:
+                return True
+        except KeyError:
+            continue  # a group this host does not know admits nobody here
+    return False
+
+
+def validate_spec(cfg: Config, spec: JobSpec, reservations: dict | None = None) -> tuple[Partition, int]:
     """Check spec against configuration; returns (partition, effective time limit in minutes)."""
     for g in spec.gres:
         if g.name != "gpu" or g.count < 0:
@@ -55,6 +85,7 @@ def validate_spec(cfg: Config, spec: JobSpec) -> tuple[Partition, int]:
     if spec.num_nodes < 1 or spec.num_tasks < 1 or spec.cpus_per_task < 1:
         raise InvalidRequest("Invalid node, task or CPU count")
     part = resolve_partition(cfg, spec)
+    check_access(cfg, spec, part, reservations or {})
     limit = effective_time_limit(spec, part)
     nodes = [cfg.nodes[n] for n in part.nodes]
     if spec.nodelist:

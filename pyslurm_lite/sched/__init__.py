@@ -12,7 +12,7 @@ one job holds on one node; a *reason* says why a job is still pending (squeue's 
 """
 
 from .cycle import SchedConfig, schedule
-from .snapshot import JobView, NodeView, PartitionView, Plan, RunningView, Snapshot, Start
+from .snapshot import JobView, NodeView, PartitionView, Plan, Preemption, RunningView, Snapshot, Start
 
 __all__ = ["schedule", "SchedConfig", "Snapshot", "JobView", "NodeView", "PartitionView", "Plan",
-           "RunningView", "Start"]
+           "Preemption", "RunningView", "Start"]

@@ -1,5 +1,5 @@
-"""sched/backfill, EASY: lower-priority jobs may start ahead of a blocked job only if they do not
-delay it.
+"""sched/backfill: lower-priority jobs may start ahead of blocked ones only if they delay none of
+the reservations made for them.
 
 Worked example (one node, 4 CPUs): A (2 CPUs) runs until t=100. The top pending job B needs 4
 CPUs: it cannot start before A ends, so B is *reserved* at its shadow time t=100 with all 4
@@ -7,87 +7,54 @@ CPUs, and 2 CPUs are free now. C (2 CPUs, limit 50 s) ends at 50 <= 100: it star
 no limit) would still hold its CPUs at t=100, when B needs every CPU (nothing is *extra* at the
 shadow time): D waits with Reason=Priority, and B starts at t=100 as promised.
 
-On nodes with several resources the same rule holds per node and per resource: the shadow time
-is the first running job's estimated end after which the reserved job fits, and what is free at
-that time beyond its reservation is the extra a long backfill job may use.
-
-Nothing here does I/O or reads a clock; estimated ends come from the snapshot's running jobs.
+Two modes, both over the same Timeline (profile.py):
+  easy          the first blocked job of each partition gets a reservation (Slurm's default and
+                textbook EASY: a later job starts now if it ends by the shadow time or fits in
+                what is extra at it);
+  conservative  every blocked job, up to bf_max_job_test, gets one at its earliest slot, so no
+                job is delayed by a later one.
+A job "fits now" when it holds its share on enough nodes from now to the end of its time limit
+without overlapping any reservation; jobs past bf_max_job_test are not tried (Reason=Priority).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 from ..model import NodeAllocation
-from .select import FreeNode, select_nodes
-from .snapshot import JobView, RunningView
+from .profile import Timeline
+from .snapshot import JobView
 
 
-@dataclass
-class Reservation:
-    job_id: int
-    start: float  # the shadow time
-    allocations: list[NodeAllocation]
+class Backfill:
+    """One pass's reservations. `place_now` answers "may this job start now?"; `reserve` books
+    a blocked job's earliest slot. The caller (cycle.py) decides who gets reservations."""
 
+    def __init__(self, timeline: Timeline, conservative: bool, max_job_test: int):
+        self.timeline = timeline
+        self.conservative = conservative
+        self.max_job_test = max_job_test
+        self.tested = 0
+        self.booked = 0  # reservations made; with none, nothing can be delayed
 
-class _Copy(FreeNode):
-    """A FreeNode copy that can take back what a running job releases."""
+    def exhausted(self) -> bool:
+        return bool(self.max_job_test) and self.tested >= self.max_job_test
 
-    @classmethod
-    def of(cls, node: FreeNode) -> "_Copy":
-        c = cls(node.view)
-        c.free_cpus, c.free_mem, c.free_gpus, c.idle = (node.free_cpus, node.free_mem,
-                                                        list(node.free_gpus), node.idle)
-        return c
-
-    def give_back(self, a: NodeAllocation) -> None:
-        self.free_cpus += a.cpus
-        self.free_mem += a.mem
-        self.free_gpus = sorted(set(self.free_gpus) | set(a.gpus))
-        self.idle = self.free_cpus >= self.view.cpus and len(self.free_gpus) >= len(self.view.gpus)
-
-
-def reserve(job: JobView, candidates: list[FreeNode], running: tuple[RunningView, ...],
-            now: float) -> tuple[Reservation | None, dict[str, _Copy]]:
-    """When (and where) could `job` start, as running jobs end at their estimates? Returns the
-    reservation and the nodes' free state at that time, or (None, {}) if never (unlimited
-    jobs hold what it needs)."""
-    future = {n.view.name: _Copy.of(n) for n in candidates}
-    for run in sorted(running, key=lambda r: (r.end, r.job_id)):
-        if math.isinf(run.end):
-            break
-        touched = False
-        for a in run.allocations:
-            if a.node in future:
-                future[a.node].give_back(a)
-                touched = True
-        if not touched:
-            continue
-        trial = {k: _Copy.of(v) for k, v in future.items()}
-        order = [trial[n.view.name] for n in candidates]
-        allocations = select_nodes(job, order)
+    def place_now(self, job: JobView, order: list[str], usable) -> list[NodeAllocation] | None:
+        allocations = self.timeline.place(job, order, self.timeline.now, usable)
         if allocations is not None:
-            # what is left at the shadow time beyond the reservation is the extra
-            return Reservation(job.job_id, max(run.end, now), allocations), trial
-    return None, {}
+            self.timeline.block(allocations, self.timeline.now, _end(job, self.timeline.now))
+        return allocations
+
+    def reserve(self, job: JobView, order: list[str], usable, also=()) -> float | None:
+        """Book job's earliest start on the timeline; returns that time (None: never)."""
+        start, allocations = self.timeline.earliest(job, order, usable, also)
+        if start is None:
+            return None
+        self.timeline.block(allocations, start, _end(job, start))
+        self.booked += 1
+        return start
 
 
-def may_backfill(job: JobView, candidates: list[FreeNode], reservation: Reservation,
-                 extra: dict[str, _Copy], now: float) -> list[NodeAllocation] | None:
-    """Start `job` now without delaying the reservation? Either it ends (by its time limit) no
-    later than the shadow time, or what it takes fits in the extra of the nodes it uses."""
-    ends = now + job.time_limit * 60 if job.time_limit > 0 else math.inf
-    if ends <= reservation.start:
-        return select_nodes(job, candidates)
-    # it would still run at the shadow time: only nodes whose extra can hold it are candidates
-    both = [n for n in candidates if n.view.name not in extra or extra[n.view.name].fits(job, 0)]
-    allocations = select_nodes(job, both)
-    if allocations is not None:
-        for a in allocations:
-            if a.node in extra:
-                extra[a.node].free_cpus -= a.cpus
-                extra[a.node].free_mem -= a.mem
-                extra[a.node].free_gpus = [g for g in extra[a.node].free_gpus if g not in a.gpus]
-                extra[a.node].idle = False
-    return allocations
+def _end(job: JobView, start: float) -> float:
+    return start + job.time_limit * 60 if job.time_limit > 0 else math.inf

@@ -1,104 +1,222 @@
-"""One scheduling pass: priority order within each partition, then (sched/backfill) EASY.
+"""One scheduling pass: priority order, filters, placement, preemption, backfill reservations.
 
 Pipeline, wired here and nowhere else:
-  1. sort     — priority (desc), submit time, job id: ties break the same way every run;
-  2. filter   — held, not yet eligible (--begin), dependency unmet, partition down: the job waits
-                with that reason;
-  3. select   — first nodes of the job's partition that fit it (select.py);
-  4. reserve  — the first job that does not fit blocks its partition and, with backfill, gets a
-                reservation at its shadow time (backfill.py);
-  5. backfill — a lower job of a blocked partition starts only if it cannot delay that
-                reservation; otherwise it waits with Reason=Priority. Without backfill
-                (sched/builtin) every lower job of a blocked partition waits.
+  1. sort     — partition PriorityTier (desc), priority (desc), submit time, job id: ties break
+                the same way every run;
+  2. filter   — held, not yet eligible (--begin), dependency unmet, partition down, its
+                reservation not begun, QOS limits (MaxWall, MaxJobsPerUser, MaxTRESPerUser): the
+                job waits with that reason;
+  3. place    — the first nodes of its partition (or reservation) that hold it from now to its
+                time limit without touching a backfill reservation or another advance
+                reservation (profile.py);
+  4. preempt  — a job that does not fit may push out lower jobs (preempt.py); it then waits for
+                them to go, with Reason=Resources;
+  5. reserve  — the first job that does not fit blocks its partition and, with backfill, gets a
+                reservation at its earliest start (backfill.py; conservative: every job does);
+  6. backfill — a lower job of a blocked partition starts only if step 3 finds room without
+                delaying any reservation; otherwise it waits with Reason=Priority. Without
+                backfill (sched/builtin) every lower job of a blocked partition waits.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..model import Reason
-from .backfill import may_backfill, reserve
+from ..model import UNLIMITED, Reason
+from .backfill import Backfill
 from .dependency import NEVER
-from .select import FreeNode, capable, select_nodes
+from .preempt import victims
+from .profile import Timeline
+from .select import FreeNode, capable
 from .snapshot import JobView, Plan, Snapshot, Start
 
 
 @dataclass(frozen=True)
 class SchedConfig:
     max_starts: int = 100000  # starts per pass, a safety valve
-    backfill: bool = True  # sched/backfill (EASY); False: sched/builtin
-
-
-def sort_key(job: JobView):
-    return (-job.priority, job.submit_time, job.job_id)
-
-
-def _filter_reason(job: JobView, snapshot: Snapshot, now: float) -> Reason | None:
-    if job.held:
-        return Reason.HELD_ADMIN if job.held_by_admin else Reason.HELD_USER
-    if job.begin_time > now:
-        return Reason.BEGIN_TIME
-    unmet = snapshot.dependencies.get(job.job_id)
-    if unmet is not None:
-        return Reason.DEPENDENCY_NEVER if unmet == NEVER else Reason.DEPENDENCY
-    part = snapshot.partitions.get(job.partition)
-    if part is None or not part.up:
-        return Reason.PARTITION_DOWN
-    return None
+    backfill: bool = True  # sched/backfill; False: sched/builtin
+    conservative: bool = False  # every blocked job gets a reservation (up to max_job_test)
+    max_job_test: int = 0  # bf_max_job_test: jobs tried by backfill per pass; 0 = all
+    preempt_type: str = "preempt/none"  # preempt/partition_prio | preempt/qos
+    preempt_mode: str = "OFF"  # the cluster's PreemptMode: REQUEUE | CANCEL
+    preempt_exempt_time: int = 0  # seconds a job runs before it may be preempted
 
 
 def schedule(snapshot: Snapshot, now: float, config: SchedConfig = SchedConfig()) -> Plan:
-    plan = Plan()
-    free = {n.name: FreeNode(n) for n in snapshot.nodes}
-    order = sorted(snapshot.nodes, key=lambda n: (n.weight, n.name))
-    by_partition = {name: [free[n.name] for n in order if n.name in set(p.nodes)]
-                    for name, p in snapshot.partitions.items()}
-    blocked: dict[str, tuple] = {}  # partition -> (reservation or None, extra at its start)
-    array_running = dict(snapshot.array_running)
-    for job in sorted(snapshot.jobs, key=sort_key):
-        reason = _filter_reason(job, snapshot, now)
-        if reason is None and job.array_limit and array_running.get(job.array_job_id, 0) >= job.array_limit:
-            reason = Reason.ARRAY_TASK_LIMIT  # %N: its array has N tasks running already
+    p = _Pass(snapshot, now, config)
+    tiers = {name: part.priority_tier for name, part in snapshot.partitions.items()}
+    for job in sorted(snapshot.jobs, key=lambda j: (-tiers.get(j.partition, 0), -j.priority,
+                                                   j.submit_time, j.job_id)):
+        reason = p.filter_reason(job)
         if reason is None:
-            candidates = by_partition.get(job.partition, [])
-            allocations = _place(job, candidates, blocked.get(job.partition), config, now)
-            if allocations is not None and len(plan.starts) < config.max_starts:
-                plan.starts.append(Start(job.job_id, tuple(allocations)))
-                if job.array_job_id:
-                    array_running[job.array_job_id] = array_running.get(job.array_job_id, 0) + 1
-                continue
-            if job.partition in blocked:
-                reason = Reason.PRIORITY
-            else:
-                reason = _why_not(job, candidates)
-                blocked[job.partition] = _reserve(job, candidates, snapshot, config, now, plan)
-        plan.reasons[job.job_id] = reason
-    return plan
+            reason = p.try_start(job)
+        if reason is not None:
+            p.plan.reasons[job.job_id] = reason
+    return p.plan
 
 
-def _place(job: JobView, candidates, block, config: SchedConfig, now: float):
-    """Nodes for job now: freely when its partition is not blocked, else only by backfill."""
-    if block is None:
-        return select_nodes(job, candidates)
-    reservation, extra = block
-    if not config.backfill or reservation is None:
+class _Pass:
+    """What one pass has decided so far: starts, blocked partitions, per-user counts."""
+
+    def __init__(self, snapshot: Snapshot, now: float, config: SchedConfig):
+        self.s, self.now, self.config = snapshot, now, config
+        self.plan = Plan()
+        self.free = {n.name: FreeNode(n) for n in snapshot.nodes}
+        order = [n.name for n in sorted(snapshot.nodes, key=lambda n: (n.weight, n.name))]
+        self.by_partition = {name: [n for n in order if n in set(p.nodes)]
+                             for name, p in snapshot.partitions.items()}
+        self.timeline = Timeline(self.free, snapshot.running, now)
+        self.backfill = Backfill(self.timeline, config.conservative, config.max_job_test)
+        self.blocked: set[str] = set()
+        self.frozen: set[str] = set()  # blocked without a reservation
+        self.preempted: set[int] = set()
+        self.array_running = dict(snapshot.array_running)
+        self.user_jobs: dict[tuple[str, str], int] = {}
+        self.user_gpus: dict[tuple[str, str], int] = {}
+        for r in snapshot.running:
+            key = (r.user, r.qos)
+            self.user_jobs[key] = self.user_jobs.get(key, 0) + 1
+            self.user_gpus[key] = self.user_gpus.get(key, 0) + sum(len(a.gpus) for a in r.allocations)
+        self.resv_by_node: dict[str, list] = {}
+        for resv in snapshot.reservations:
+            for n in resv.nodes:
+                self.resv_by_node.setdefault(n, []).append(resv)
+        self._most_free = None
+
+    # ---- 2. filters ---------------------------------------------------------------------------
+    def filter_reason(self, job: JobView) -> Reason | None:
+        if job.held:
+            return Reason.HELD_ADMIN if job.held_by_admin else Reason.HELD_USER
+        if job.begin_time > self.now:
+            return Reason.BEGIN_TIME
+        unmet = self.s.dependencies.get(job.job_id)
+        if unmet is not None:
+            return Reason.DEPENDENCY_NEVER if unmet == NEVER else Reason.DEPENDENCY
+        part = self.s.partitions.get(job.partition)
+        if part is None or not part.up:
+            return Reason.PARTITION_DOWN
+        if job.reservation:
+            resv = next((r for r in self.s.reservations if r.name == job.reservation), None)
+            if resv is None or resv.start_time > self.now:
+                return Reason.RESERVATION
+        if job.array_limit and self.array_running.get(job.array_job_id, 0) >= job.array_limit:
+            return Reason.ARRAY_TASK_LIMIT  # %N: its array has N tasks running already
+        return self._qos_reason(job)
+
+    def _qos_reason(self, job: JobView) -> Reason | None:
+        qos = self.s.qos.get(job.qos)
+        if qos is None:
+            return None
+        if qos.max_wall != UNLIMITED and (job.time_limit <= 0 or job.time_limit > qos.max_wall):
+            return Reason.QOS_MAX_WALL
+        key = (job.user, job.qos)
+        if qos.max_jobs_per_user != UNLIMITED and self.user_jobs.get(key, 0) >= qos.max_jobs_per_user:
+            return Reason.QOS_MAX_JOBS_PER_USER
+        if qos.max_gpus_per_user != UNLIMITED and job.gpus and \
+                self.user_gpus.get(key, 0) + job.gpus > qos.max_gpus_per_user:
+            return Reason.QOS_MAX_GRES_PER_USER
         return None
-    return may_backfill(job, candidates, reservation, extra, now)
 
+    # ---- 3-6. place, preempt, reserve, backfill -----------------------------------------------
+    def try_start(self, job: JobView) -> Reason | None:
+        order = self._order(job)
+        blocked = job.partition in self.blocked
+        testing = blocked or self.backfill.booked > 0  # a start now could delay a reservation
+        if job.partition in self.frozen or (blocked and not self.config.backfill):
+            return Reason.PRIORITY
+        if testing:
+            if self.backfill.exhausted():
+                return Reason.PRIORITY  # past bf_max_job_test
+            self.backfill.tested += 1
+        allocations = None
+        if self._could_fit_now(job) and len(self.plan.starts) < self.config.max_starts:
+            allocations = self.backfill.place_now(job, order, self._usable(job))
+        if allocations is not None:
+            self._started(job, allocations)
+            return None
+        if blocked and not self.config.conservative:
+            return Reason.PRIORITY
+        reason = Reason.PRIORITY if blocked else self._why_not(job, order)
+        if not blocked:
+            self._preempt_for(job, order)
+            self.blocked.add(job.partition)
+        if self.config.backfill:
+            ends = [r.end_time for n in order for r in self.resv_by_node.get(n, ())]
+            start = self.backfill.reserve(job, order, self._usable(job), ends)
+            if start is not None:
+                self.plan.reservations[job.job_id] = start
+            elif not blocked:
+                # no start time can be promised (jobs without a limit hold what it needs): any
+                # backfill could delay it when they end, so none is allowed in its partition
+                self.frozen.add(job.partition)
+        return reason
 
-def _reserve(job: JobView, candidates, snapshot: Snapshot, config: SchedConfig, now: float,
-             plan: Plan) -> tuple:
-    if not config.backfill:
-        return (None, {})
-    reservation, extra = reserve(job, candidates, snapshot.running, now)
-    if reservation is not None:
-        plan.reservations[job.job_id] = reservation.start
-    return (reservation, extra)
+    def _order(self, job: JobView) -> list[str]:
+        nodes = self.by_partition.get(job.partition, [])
+        if job.reservation:
+            resv = next(r for r in self.s.reservations if r.name == job.reservation)
+            nodes = [n for n in nodes if n in set(resv.nodes)]
+        return nodes
 
+    def _usable(self, job: JobView):
+        free, by_node = self.free, self.resv_by_node
 
-def _why_not(job: JobView, candidates: list[FreeNode]) -> Reason:
-    """Resources when enough capable nodes are up but busy; ReqNodeNotAvail when too few are up."""
-    up = [n for n in candidates if n.view.available and capable(n.view, job)]
-    if len(up) >= job.num_nodes:
-        return Reason.RESOURCES
-    return Reason.REQ_NODE_NOT_AVAIL
+        def usable(name: str, t0: float, t1: float) -> bool:
+            node = free[name]
+            if not node.view.available or not capable(node.view, job):
+                return False
+            return all(r.name == job.reservation or r.end_time <= t0 or t1 <= r.start_time
+                       for r in by_node.get(name, ()))
+        return usable
+
+    def _could_fit_now(self, job: JobView) -> bool:
+        """A cheap bound (largest free CPU and GPU counts now) that spares most of the
+        per-node work when the cluster is full and the queue is long."""
+        if self._most_free is None:
+            avail = [f for f in self.free.values() if f.view.available]
+            self._most_free = (max((f.free_cpus for f in avail), default=0),
+                               max((len(f.free_gpus) for f in avail), default=0),
+                               any(f.idle for f in avail))
+        cpus, gpus, idle = self._most_free
+        if job.exclusive:
+            return idle
+        return min(job.cpus_per_node) <= cpus and job.gpus_per_node <= gpus
+
+    def _started(self, job: JobView, allocations) -> None:
+        self.plan.starts.append(Start(job.job_id, tuple(allocations)))
+        for a in allocations:
+            f = self.free[a.node]
+            f.free_cpus -= a.cpus
+            f.free_mem -= a.mem
+            f.free_gpus = [g for g in f.free_gpus if g not in a.gpus]
+            f.idle = False
+        self._most_free = None
+        if job.array_job_id:
+            self.array_running[job.array_job_id] = self.array_running.get(job.array_job_id, 0) + 1
+        key = (job.user, job.qos)
+        self.user_jobs[key] = self.user_jobs.get(key, 0) + 1
+        self.user_gpus[key] = self.user_gpus.get(key, 0) + sum(len(a.gpus) for a in allocations)
+
+    def _preempt_for(self, job: JobView, order: list[str]) -> None:
+        c = self.config
+        if c.preempt_type == "preempt/none":
+            return
+        candidates = [self.free[n] for n in order]
+        found = victims(job, candidates, self.s, self.now, c.preempt_type, c.preempt_mode,
+                        c.preempt_exempt_time, self.preempted)
+        for p in found or ():
+            self.preempted.add(p.job_id)
+            self.plan.preemptions.append(p)
+
+    def _why_not(self, job: JobView, order: list[str]) -> Reason:
+        """Resources when enough capable nodes are up but busy; ReqNodeNotAvail when too few are
+        up (Reserved for maintenance when a MAINT reservation holds the missing ones)."""
+        up = [n for n in order if self.free[n].view.available and capable(self.free[n].view, job)]
+        usable_now = self._usable(job)
+        if len([n for n in up if usable_now(n, self.now, self.now + 1)]) >= job.num_nodes:
+            return Reason.RESOURCES
+        if len(up) >= job.num_nodes:
+            maint = any("MAINT" in r.flags for n in up for r in self.resv_by_node.get(n, ())
+                        if r.start_time <= self.now < r.end_time)
+            return Reason.RESERVED_MAINT if maint else Reason.REQ_NODE_NOT_AVAIL
+        return Reason.REQ_NODE_NOT_AVAIL

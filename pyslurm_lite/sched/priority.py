@@ -8,7 +8,7 @@
                shares (equal shares among users here) — the classic Slurm formula
     jobsize    CPUs asked / CPUs in the cluster
     partition  the partition's PriorityJobFactor / the largest one
-    qos        the QOS's priority / the largest one (0 until QOS exist)
+    qos        the QOS's priority / the largest one
 
 Worked example: weights age=1000, fairshare=10000; a job eligible for half of PriorityMaxAge whose
 user has used 50 % of the machine with 2 users (S = 0.5, U = 0.5): 1000·0.5 + 10000·2^(−1) = 5500.
@@ -43,13 +43,13 @@ def fairshare(usage: dict[str, float], users) -> dict[str, float]:
 
 
 def factors(eligible_since: float, now: float, cpus: int, total_cpus: int, partition_factor: float,
-            fairshare_factor: float, weights: Weights) -> dict[str, float]:
+            fairshare_factor: float, weights: Weights, qos_factor: float = 0.0) -> dict[str, float]:
     return {
         "age": min(max(now - eligible_since, 0.0) / weights.max_age, 1.0) if weights.max_age > 0 else 1.0,
         "fairshare": fairshare_factor,
         "jobsize": min(cpus / total_cpus, 1.0) if total_cpus else 0.0,
         "partition": partition_factor,
-        "qos": 0.0,
+        "qos": qos_factor,
     }
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..model import NodeAllocation, Reason
+from ..model import NodeAllocation, Qos, Reason, Reservation
 
 
 @dataclass(frozen=True)
@@ -30,6 +30,14 @@ class JobView:
     time_limit: int = -1  # minutes, -1 unlimited
     array_job_id: int = 0
     array_limit: int = 0  # %N: at most N of the array's tasks running
+    user: str = ""
+    account: str = ""
+    qos: str = "normal"
+    reservation: str = ""  # --reservation: only its nodes, only in its window
+
+    @property
+    def gpus(self) -> int:
+        return self.gpus_per_node * self.num_nodes
 
 
 @dataclass(frozen=True)
@@ -55,13 +63,23 @@ class RunningView:
     job_id: int
     allocations: tuple[NodeAllocation, ...]
     end: float
+    start: float = 0.0
+    partition: str = ""
+    user: str = ""
+    qos: str = "normal"
+    priority: int = 0
+    requeue: bool = True  # may be requeued (else a requeueing preemption cancels it)
+    preempting: bool = False  # already signalled by a preemption; its end is the grace's end
 
 
 @dataclass(frozen=True)
 class PartitionView:
     name: str
     nodes: tuple[str, ...]
-    up: bool = True
+    up: bool = True  # UP or DRAIN: its pending jobs are scheduled
+    priority_tier: int = 1
+    preempt_mode: str = ""  # "" = SchedConfig.preempt_mode
+    grace_time: int = 0  # seconds
 
 
 @dataclass(frozen=True)
@@ -72,6 +90,8 @@ class Snapshot:
     running: tuple[RunningView, ...] = ()
     dependencies: dict = field(default_factory=dict)  # job id -> "wait" | "never" (unmet only)
     array_running: dict = field(default_factory=dict)  # array id -> tasks running
+    qos: dict[str, Qos] = field(default_factory=dict)  # name -> Qos (limits, preemption)
+    reservations: tuple[Reservation, ...] = ()  # advance reservations not yet over
 
 
 @dataclass(frozen=True)
@@ -82,8 +102,20 @@ class Start:
     allocations: tuple[NodeAllocation, ...]
 
 
+@dataclass(frozen=True)
+class Preemption:
+    """Preempt job_id (running) so that `by` can start: signal it now, and after `grace`
+    seconds requeue it (mode REQUEUE) or end it PREEMPTED (mode CANCEL)."""
+
+    job_id: int
+    by: int
+    mode: str
+    grace: int
+
+
 @dataclass
 class Plan:
     starts: list[Start] = field(default_factory=list)
     reasons: dict[int, Reason] = field(default_factory=dict)  # pending job -> why it waits
     reservations: dict[int, float] = field(default_factory=dict)  # blocked job -> expected start
+    preemptions: list[Preemption] = field(default_factory=list)

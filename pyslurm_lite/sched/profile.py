@@ -1,0 +1,140 @@
+"""The backfill planner's view of the future: per node, free resources as a step function of time.
+
+Worked example (node n1, 4 CPUs, now = 0): job A holds 2 CPUs until t=100 (its time limit), so
+n1's profile is [(0, 2 free), (100, 4 free)]. Reserving job B (4 CPUs, 50 s) at its earliest
+start blocks [100, 150): [(0, 2), (100, 0), (150, 4)]. A job asking 2 CPUs for 200 s now would
+need 2 free over [0, 200) — the interval [100, 150) has 0: it would delay B, so it may not start.
+One asking 2 CPUs for 100 s fits (its window ends where B's begins).
+
+Releases come from running jobs' estimated ends (their time limits; a job with none never
+releases). A job already past its limit is assumed to let go within OVERDUE seconds, not now:
+its resources are still held. Nothing here does I/O or reads a clock.
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_right
+
+from ..model import NodeAllocation
+from .select import FreeNode
+from .snapshot import JobView, NodeView, RunningView
+
+OVERDUE = 1.0  # seconds: when a job past its time limit is expected to have let go
+
+
+class _NodeProfile:
+    """Free CPUs, memory and GPU indices on one node from each breakpoint to the next."""
+
+    __slots__ = ("view", "times", "cpus", "mem", "gpus")
+
+    def __init__(self, free: FreeNode, now: float):
+        self.view: NodeView = free.view
+        self.times = [now]
+        self.cpus = [free.free_cpus]
+        self.mem = [free.free_mem]
+        self.gpus = [frozenset(free.free_gpus)]
+
+    def _split(self, t: float) -> int:
+        """Index of the interval starting at t, inserting a breakpoint there if needed."""
+        i = bisect_right(self.times, t) - 1
+        if self.times[i] == t:
+            return i
+        i += 1
+        self.times.insert(i, t)
+        self.cpus.insert(i, self.cpus[i - 1])
+        self.mem.insert(i, self.mem[i - 1])
+        self.gpus.insert(i, self.gpus[i - 1])
+        return i
+
+    def add(self, t0: float, t1: float, cpus: int, mem: int, gpus, give: bool) -> None:
+        """Give back (give=True) or take resources over [t0, t1)."""
+        i0 = self._split(t0)
+        i1 = self._split(t1) if t1 < math.inf else len(self.times)
+        sign = 1 if give else -1
+        g = frozenset(gpus)
+        for i in range(i0, i1):
+            self.cpus[i] += sign * cpus
+            self.mem[i] += sign * mem
+            self.gpus[i] = self.gpus[i] | g if give else self.gpus[i] - g
+
+    def window(self, t0: float, t1: float, job: JobView, index: int):
+        """GPU indices free throughout [t0, t1) if the job's share fits there all along, else None."""
+        v = self.view
+        exclusive = job.exclusive
+        need_c = v.cpus if exclusive else job.cpus_per_node[index]
+        need_m = 0 if exclusive else job.mem_per_node[index]
+        gpus = None
+        i = bisect_right(self.times, t0) - 1
+        times = self.times
+        while i < len(times) and times[i] < t1:
+            if self.cpus[i] < need_c or self.mem[i] < need_m:
+                return None
+            gpus = self.gpus[i] if gpus is None else gpus & self.gpus[i]
+            i += 1
+        if gpus is None:
+            return None
+        if exclusive:
+            return sorted(gpus) if len(gpus) >= len(v.gpus) else None
+        if job.gpu_type:
+            typed = {i for i, t in v.gpus if t == job.gpu_type}
+            gpus = gpus & typed
+        return sorted(gpus)[:job.gpus_per_node] if len(gpus) >= job.gpus_per_node else None
+
+
+class Timeline:
+    """Every node's profile, the running jobs' releases applied; blocks added as jobs are placed."""
+
+    def __init__(self, free: dict[str, FreeNode], running: tuple[RunningView, ...], now: float):
+        self.now = now
+        self.nodes = {name: _NodeProfile(f, now) for name, f in free.items()}
+        for run in running:
+            if math.isinf(run.end):
+                continue
+            t = run.end if run.end > now else now + OVERDUE
+            for a in run.allocations:
+                profile = self.nodes.get(a.node)
+                if profile is not None:
+                    profile.add(t, math.inf, a.cpus, a.mem, a.gpus, give=True)
+
+    def place(self, job: JobView, order: list[str], t0: float, usable) -> list[NodeAllocation] | None:
+        """Allocations for job starting at t0 on the first nodes (in `order`) that hold it for its
+        whole time limit, or None. `usable(name, t0, t1)` vets nodes (advance reservations)."""
+        t1 = t0 + job.time_limit * 60 if job.time_limit > 0 else math.inf
+        chosen = []
+        for name in order:
+            if len(chosen) == job.num_nodes:
+                break
+            profile = self.nodes[name]
+            if not usable(name, t0, t1):
+                continue
+            gpus = profile.window(t0, t1, job, len(chosen))
+            if gpus is not None:
+                chosen.append((profile, gpus))
+        if len(chosen) < job.num_nodes:
+            return None
+        allocations = []
+        for index, (profile, gpus) in enumerate(chosen):
+            v = profile.view
+            if job.exclusive:
+                allocations.append(NodeAllocation(v.name, v.cpus, v.mem, list(gpus)))
+            else:
+                allocations.append(NodeAllocation(v.name, job.cpus_per_node[index],
+                                                  job.mem_per_node[index], list(gpus)))
+        return allocations
+
+    def earliest(self, job: JobView, order: list[str], usable, also=()):
+        """(start, allocations) at the first breakpoint from now where the job fits for its whole
+        time limit, or (None, None) when it never does (unlimited jobs hold what it needs).
+        `also`: more instants where usability may change (advance reservations' ends)."""
+        times = sorted({t for name in order for t in self.nodes[name].times if t >= self.now}
+                       | {t for t in also if t >= self.now})
+        for t in times:
+            allocations = self.place(job, order, t, usable)
+            if allocations is not None:
+                return t, allocations
+        return None, None
+
+    def block(self, allocations, t0: float, t1: float) -> None:
+        for a in allocations:
+            self.nodes[a.node].add(t0, t1, a.cpus, a.mem, a.gpus, give=False)
