@@ -354,3 +354,45 @@ class GetReservationsReply(_message.Message):
     reservations: _containers.RepeatedCompositeFieldContainer[_types_pb2.Reservation]
     now: float
     def __init__(self, reservations: _Optional[_Iterable[_Union[_types_pb2.Reservation, _Mapping]]] = ..., now: _Optional[float] = ...) -> None: ...
+
+class GetDiagRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class GetDiagReply(_message.Message):
+    __slots__ = ("now", "since", "jobs_submitted", "jobs_started", "jobs_completed", "jobs_canceled", "jobs_failed", "jobs_pending", "jobs_running", "cycles", "event_cycles", "last_cycle_us", "max_cycle_us", "total_cycle_us", "last_queue_length", "backfilled_jobs", "preempted_jobs")
+    NOW_FIELD_NUMBER: _ClassVar[int]
+    SINCE_FIELD_NUMBER: _ClassVar[int]
+    JOBS_SUBMITTED_FIELD_NUMBER: _ClassVar[int]
+    JOBS_STARTED_FIELD_NUMBER: _ClassVar[int]
+    JOBS_COMPLETED_FIELD_NUMBER: _ClassVar[int]
+    JOBS_CANCELED_FIELD_NUMBER: _ClassVar[int]
+    JOBS_FAILED_FIELD_NUMBER: _ClassVar[int]
+    JOBS_PENDING_FIELD_NUMBER: _ClassVar[int]
+    JOBS_RUNNING_FIELD_NUMBER: _ClassVar[int]
+    CYCLES_FIELD_NUMBER: _ClassVar[int]
+    EVENT_CYCLES_FIELD_NUMBER: _ClassVar[int]
+    LAST_CYCLE_US_FIELD_NUMBER: _ClassVar[int]
+    MAX_CYCLE_US_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_CYCLE_US_FIELD_NUMBER: _ClassVar[int]
+    LAST_QUEUE_LENGTH_FIELD_NUMBER: _ClassVar[int]
+    BACKFILLED_JOBS_FIELD_NUMBER: _ClassVar[int]
+    PREEMPTED_JOBS_FIELD_NUMBER: _ClassVar[int]
+    now: float
+    since: float
+    jobs_submitted: int
+    jobs_started: int
+    jobs_completed: int
+    jobs_canceled: int
+    jobs_failed: int
+    jobs_pending: int
+    jobs_running: int
+    cycles: int
+    event_cycles: int
+    last_cycle_us: int
+    max_cycle_us: int
+    total_cycle_us: int
+    last_queue_length: int
+    backfilled_jobs: int
+    preempted_jobs: int
+    def __init__(self, now: _Optional[float] = ..., since: _Optional[float] = ..., jobs_submitted: _Optional[int] = ..., jobs_started: _Optional[int] = ..., jobs_completed: _Optional[int] = ..., jobs_canceled: _Optional[int] = ..., jobs_failed: _Optional[int] = ..., jobs_pending: _Optional[int] = ..., jobs_running: _Optional[int] = ..., cycles: _Optional[int] = ..., event_cycles: _Optional[int] = ..., last_cycle_us: _Optional[int] = ..., max_cycle_us: _Optional[int] = ..., total_cycle_us: _Optional[int] = ..., last_queue_length: _Optional[int] = ..., backfilled_jobs: _Optional[int] = ..., preempted_jobs: _Optional[int] = ...) -> None: ...

@@ -85,6 +85,11 @@ class ControllerStub:
                 request_serializer=pyslurm__lite_dot_v1_dot_controller__pb2.GetSharesRequest.SerializeToString,
                 response_deserializer=pyslurm__lite_dot_v1_dot_controller__pb2.GetSharesReply.FromString,
                 _registered_method=True)
+        self.GetDiag = channel.unary_unary(
+                '/pyslurm_lite.v1.Controller/GetDiag',
+                request_serializer=pyslurm__lite_dot_v1_dot_controller__pb2.GetDiagRequest.SerializeToString,
+                response_deserializer=pyslurm__lite_dot_v1_dot_controller__pb2.GetDiagReply.FromString,
+                _registered_method=True)
         self.CreateReservation = channel.unary_unary(
                 '/pyslurm_lite.v1.Controller/CreateReservation',
                 request_serializer=pyslurm__lite_dot_v1_dot_controller__pb2.CreateReservationRequest.SerializeToString,
@@ -192,6 +197,12 @@ class ControllerServicer:
         raise NotImplementedError('Method not implemented!')
 
     def GetShares(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetDiag(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -305,6 +316,11 @@ def add_ControllerServicer_to_server(servicer, server):
                     servicer.GetShares,
                     request_deserializer=pyslurm__lite_dot_v1_dot_controller__pb2.GetSharesRequest.FromString,
                     response_serializer=pyslurm__lite_dot_v1_dot_controller__pb2.GetSharesReply.SerializeToString,
+            ),
+            'GetDiag': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetDiag,
+                    request_deserializer=pyslurm__lite_dot_v1_dot_controller__pb2.GetDiagRequest.FromString,
+                    response_serializer=pyslurm__lite_dot_v1_dot_controller__pb2.GetDiagReply.SerializeToString,
             ),
             'CreateReservation': grpc.unary_unary_rpc_method_handler(
                     servicer.CreateReservation,
@@ -622,6 +638,33 @@ class Controller:
             '/pyslurm_lite.v1.Controller/GetShares',
             pyslurm__lite_dot_v1_dot_controller__pb2.GetSharesRequest.SerializeToString,
             pyslurm__lite_dot_v1_dot_controller__pb2.GetSharesReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetDiag(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/pyslurm_lite.v1.Controller/GetDiag',
+            pyslurm__lite_dot_v1_dot_controller__pb2.GetDiagRequest.SerializeToString,
+            pyslurm__lite_dot_v1_dot_controller__pb2.GetDiagReply.FromString,
             options,
             channel_credentials,
             insecure,

@@ -9,6 +9,7 @@ Loops are `run_once(now)` functions wrapped by `run_forever()`:
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import signal
@@ -35,8 +36,10 @@ from .store import Store
 log = logging.getLogger("pyslurm_lite.controller")
 
 AGENT_METHODS = {"RegisterNode", "NodeHeartbeat", "ReportJobEvents"}  # need the cluster key
-SCHED_PERIOD = 1.0  # seconds between unprompted scheduling passes (begin times, reasons)
-MIN_SCHED_INTERVAL = 0.002  # seconds between passes at least
+SCHED_PERIOD = 1.0  # seconds between full passes (begin times, reasons, backfill deep in the queue)
+MIN_SCHED_INTERVAL = 0.01  # seconds between passes at least: at most 100 passes a second
+EVENT_QUIET = 0.02  # seconds without a change before an event pass runs
+EVENT_MAX_DEFER = 0.25  # seconds an event pass may be deferred by a continuing burst
 MONITOR_PERIOD = 1.0
 PRIORITY_CALC_PERIOD = 5.0  # seconds between multifactor priority recalculations  # seconds between time-limit / silent-node checks
 
@@ -55,15 +58,27 @@ class Controller:
         self.server = None
         self._priorities_at = 0.0
         self.sched_config = sched_config(cfg)
+        depth = cfg.scheduler_parameters.get("default_queue_depth", "100")
+        if not depth.isdigit():
+            raise ConfigError(f"{cfg.path}: bad default_queue_depth={depth}")
+        self.event_config = dataclasses.replace(
+            self.sched_config, max_job_test=min(int(depth) or 1, self.sched_config.max_job_test or int(depth) or 1))
 
-    def schedule_once(self, now: float) -> int:
+    def schedule_once(self, now: float, full: bool = True) -> int:
+        """One pass. An event pass (full=False) tries backfill on the top default_queue_depth
+        jobs only, as Slurm's event-triggered main scheduler looks at the top of the queue; the
+        periodic pass tries bf_max_job_test of them."""
+        began = time.perf_counter()
         with self.state.lock:
             snap = self.state.snapshot()
-        plan = schedule(snap, now, self.sched_config)
+        config = self.sched_config if full else self.event_config
+        plan = schedule(snap, now, config)
         effects = self.jobs.apply_plan(plan)
         self.dispatch.send(effects)
         if plan.preemptions:  # those without a grace time go now
             self.dispatch.send(self.jobs.preemptions_due(now))
+        self.state.diag.add(backfilled_jobs=plan.backfilled)
+        self.state.diag.cycle(int((time.perf_counter() - began) * 1e6), len(snap.jobs), not full)
         return len(plan.starts)
 
     def monitor_once(self, now: float) -> None:
@@ -79,17 +94,35 @@ class Controller:
             self.state.purge_old(now)
 
     def _scheduler_loop(self) -> None:
+        last_full = 0.0
         while not self.stop.is_set():
-            self.state.changed.wait(SCHED_PERIOD)
+            woken = self.state.changed.wait(SCHED_PERIOD)
             self.state.changed.clear()
+            if woken:
+                self._settle()
             began = time.monotonic()
+            full = not woken or began - last_full >= SCHED_PERIOD
             try:
-                self.schedule_once(self.state.clock())
+                self.schedule_once(self.state.clock(), full=full)
             except Exception:
                 log.exception("scheduling pass failed")
-            # Throttle: rest at least as long as the pass took, so a burst of submissions
-            # (each one a wake-up) costs a few passes and leaves the RPC threads half the CPU.
+            if full:
+                last_full = began
+            # Throttle: rest at least as long as the pass took (and MIN_SCHED_INTERVAL), so a
+            # burst of submissions, each one a wake-up, costs a few passes, not one per job,
+            # and leaves the RPC threads the CPU.
             self.stop.wait(max(time.monotonic() - began, MIN_SCHED_INTERVAL))
+
+    def _settle(self) -> None:
+        """Defer an event pass while changes keep coming (a burst of submissions or endings),
+        until EVENT_QUIET passes without one, at most EVENT_MAX_DEFER: one pass then sees the
+        whole burst. An isolated submission waits only EVENT_QUIET."""
+        deadline = time.monotonic() + EVENT_MAX_DEFER
+        while not self.stop.is_set():
+            left = deadline - time.monotonic()
+            if left <= 0 or not self.state.changed.wait(min(EVENT_QUIET, left)):
+                return
+            self.state.changed.clear()
 
     def _monitor_loop(self) -> None:
         while not self.stop.wait(MONITOR_PERIOD):

@@ -159,6 +159,7 @@ class JobManager:
                 self.s.jobs[job.job_id] = job
                 self.s.touch(job)
             self.s.new_jobs = True
+        self.s.diag.add(jobs_submitted=len(jobs))
         self.s.changed.set()
         return [j.job_id for j in jobs]
 
@@ -230,6 +231,7 @@ class JobManager:
         processes are gone (COMPLETING), so nothing new lands on a node still busy with it."""
         was_running = job.state == JobState.RUNNING
         job.state, job.reason = state, reason
+        self.s.diag.ended(state)
         job.end_time = now or self.s.clock()
         if not was_running:
             return []
@@ -325,6 +327,7 @@ class JobManager:
                     continue
                 self._start(job, list(start.allocations), now)
                 started.append(job)
+                self.s.diag.add(jobs_started=1)
             self.s.save(started)
         by_node: dict[str, list[Job]] = {}
         for job in started:
@@ -343,6 +346,7 @@ class JobManager:
                 continue
             job.preempt_time, job.preempt_mode = now + p.grace, p.mode
             log.info("job %s preempted by job %s (%s after %ss)", job.job_id, p.by, p.mode, p.grace)
+            self.s.diag.add(preempted_jobs=1)
             marked.append(job)
             if p.grace > 0:
                 signals += self._signal_effects(job, _signal.SIGTERM)
@@ -424,6 +428,7 @@ class JobManager:
             job.exit_code, job.exit_signal = e.exit_code, e.exit_signal
             job.end_time = self.s.clock()
             job.state, job.reason = _final_state(e.exit_code, e.exit_signal, e.oom, e.message)
+            self.s.diag.ended(job.state)
             self.s.release_allocations(job)
             return job
         if job.job_id in self.s.completing:

@@ -147,6 +147,21 @@ class ControllerServicer(controller_pb2_grpc.ControllerServicer):
         return pb.GetSharesReply(rows=[wire.to_msg(r, types_pb2.ShareRow) for r in rows])
 
     @rpc_method
+    def GetDiag(self, request, context):
+        d = self.s.diag
+        with self.s.lock:
+            pending = sum(j.state.value == "PENDING" for j in self.s.jobs.values())
+            running = sum(j.state.value == "RUNNING" for j in self.s.jobs.values())
+        return pb.GetDiagReply(
+            now=self.s.clock(), since=d.since, jobs_submitted=d.jobs_submitted,
+            jobs_started=d.jobs_started, jobs_completed=d.jobs_completed,
+            jobs_canceled=d.jobs_canceled, jobs_failed=d.jobs_failed, jobs_pending=pending,
+            jobs_running=running, cycles=d.cycles, event_cycles=d.event_cycles,
+            last_cycle_us=d.last_cycle_us, max_cycle_us=d.max_cycle_us,
+            total_cycle_us=d.total_cycle_us, last_queue_length=d.last_queue_length,
+            backfilled_jobs=d.backfilled_jobs, preempted_jobs=d.preempted_jobs)
+
+    @rpc_method
     def CreateReservation(self, request, context):
         resv = wire.from_msg(request.reservation, Reservation)
         name = self.reservations.create(resv, request.node_count, request.partition, _caller(context))

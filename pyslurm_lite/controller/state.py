@@ -15,6 +15,7 @@ from ..config import Config
 from ..model import (GpuDevice, Job, JobState, Node, NodeAllocation, NodeState, Reservation,
                      parse_constraint)
 from ..sched import JobView, NodeView, PartitionView, RunningView, Snapshot, dependency
+from .diag import Diag
 from .store import Store
 
 MIN_JOB_AGE = 300  # seconds a finished job stays in memory (squeue -j still shows it), as Slurm
@@ -40,6 +41,7 @@ class ClusterState:
         self.new_jobs = False  # submissions since priorities were last computed
         self._final_states: dict[int, tuple[str, bool]] = {}  # forgotten jobs' final states
         self.reservations: dict[str, Reservation] = {}  # advance reservations, by name
+        self.diag = Diag(since=clock())
 
     # ---- start-up ------------------------------------------------------------------------------
     def recover(self) -> None:

@@ -133,6 +133,7 @@ class _Pass:
             allocations = self.backfill.place_now(job, order, self._usable(job))
         if allocations is not None:
             self._started(job, allocations)
+            self.plan.backfilled += testing
             return None
         if blocked and not self.config.conservative:
             return Reason.PRIORITY
@@ -159,14 +160,18 @@ class _Pass:
         return nodes
 
     def _usable(self, job: JobView):
+        """usable(node, t0, t1): the node is up, could ever hold the job, and no advance
+        reservation the job is not in overlaps [t0, t1)."""
         free, by_node = self.free, self.resv_by_node
+        static = {name for name, f in free.items() if f.view.available and capable(f.view, job)}
 
         def usable(name: str, t0: float, t1: float) -> bool:
-            node = free[name]
-            if not node.view.available or not capable(node.view, job):
+            if name not in static:
                 return False
-            return all(r.name == job.reservation or r.end_time <= t0 or t1 <= r.start_time
-                       for r in by_node.get(name, ()))
+            resvs = by_node.get(name)
+            return not resvs or all(r.name == job.reservation or r.end_time <= t0 or t1 <= r.start_time
+                                    for r in resvs)
+        usable.static = static  # the time-independent part, for a quick skip
         return usable
 
     def _could_fit_now(self, job: JobView) -> bool:

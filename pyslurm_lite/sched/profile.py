@@ -82,6 +82,41 @@ class _NodeProfile:
         return sorted(gpus)[:job.gpus_per_node] if len(gpus) >= job.gpus_per_node else None
 
 
+    def first_fit(self, job: JobView, index: int, t_from: float, duration: float, usable, also):
+        """The earliest t >= t_from at which the job's share fits here over [t, t+duration) and
+        usable(t, t+duration) holds, or None. Candidates are this node's breakpoints and the
+        instants in `also`; a window that fails on an interval skips every candidate inside
+        it (no start there can fit either)."""
+        times = self.times
+        candidates = sorted({t_from, *(t for t in times if t > t_from), *(t for t in also if t > t_from)})
+        skip_to = t_from
+        for t in candidates:
+            if t < skip_to or not usable(t, t + duration):
+                continue
+            bad = self._first_short(t, t + duration, job, index)
+            if bad is None:
+                if not (job.gpus_per_node or job.exclusive) or \
+                        self.window(t, t + duration, job, index) is not None:
+                    return t
+                continue  # GPUs: enough each time but not the same ones throughout
+            skip_to = times[bad + 1] if bad + 1 < len(times) else math.inf
+        return None
+
+    def _first_short(self, t0: float, t1: float, job: JobView, index: int):
+        """Index of the first interval in [t0, t1) short of CPUs, memory or GPU count; None."""
+        v = self.view
+        need_c = v.cpus if job.exclusive else job.cpus_per_node[index]
+        need_m = 0 if job.exclusive else job.mem_per_node[index]
+        need_g = len(v.gpus) if job.exclusive else job.gpus_per_node
+        times = self.times
+        i = bisect_right(times, t0) - 1
+        while i < len(times) and times[i] < t1:
+            if self.cpus[i] < need_c or self.mem[i] < need_m or len(self.gpus[i]) < need_g:
+                return i
+            i += 1
+        return None
+
+
 class Timeline:
     """Every node's profile, the running jobs' releases applied; blocks added as jobs are placed."""
 
@@ -124,11 +159,29 @@ class Timeline:
         return allocations
 
     def earliest(self, job: JobView, order: list[str], usable, also=()):
-        """(start, allocations) at the first breakpoint from now where the job fits for its whole
+        """(start, allocations) at the first instant from now where the job fits for its whole
         time limit, or (None, None) when it never does (unlimited jobs hold what it needs).
-        `also`: more instants where usability may change (advance reservations' ends)."""
-        times = sorted({t for name in order for t in self.nodes[name].times if t >= self.now}
-                       | {t for t in also if t >= self.now})
+        `also`: more instants where usability may change (advance reservations' ends).
+
+        Each node's own first fit is found first (profile.first_fit); the job can start no
+        earlier than the num_nodes-th smallest of them, so only those instants are tried."""
+        duration = job.time_limit * 60 if job.time_limit > 0 else math.inf
+        firsts = []
+        static = getattr(usable, "static", None)
+        for name in order:
+            if static is not None and name not in static:
+                continue
+            t = self.nodes[name].first_fit(job, 0, self.now, duration,
+                                           lambda t0, t1, n=name: usable(n, t0, t1), also)
+            if t is not None:
+                firsts.append(t)
+        if len(firsts) < job.num_nodes:
+            return None, None
+        firsts.sort()
+        times = sorted({t for t in firsts[job.num_nodes - 1:]}
+                       | {t for name in order for t in self.nodes[name].times if t > firsts[job.num_nodes - 1]}
+                       | {t for t in also if t > firsts[job.num_nodes - 1]}
+                       if job.num_nodes > 1 else {firsts[0]})
         for t in times:
             allocations = self.place(job, order, t, usable)
             if allocations is not None:

@@ -119,3 +119,4 @@ class Plan:
     reasons: dict[int, Reason] = field(default_factory=dict)  # pending job -> why it waits
     reservations: dict[int, float] = field(default_factory=dict)  # blocked job -> expected start
     preemptions: list[Preemption] = field(default_factory=list)
+    backfilled: int = 0  # starts made ahead of a blocked job (sdiag's backfilled jobs)

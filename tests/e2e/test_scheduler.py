@@ -133,3 +133,39 @@ def test_multifactor_fair_share_lowers_a_heavy_users_priority(multifactor, tmp_p
     r = multifactor.run(["squeue", "-h", "-j", str(waiting), "-o", "%Q"])
     assert int(r.stdout) == priority
     multifactor.run(["scancel", str(blocker), str(waiting)])
+
+
+def _cycles(c) -> int:
+    out = c.run(["sdiag"]).stdout
+    return int(re.search(r"Total cycles: (\d+)", out).group(1))
+
+
+def test_a_burst_of_10000_submissions_is_a_few_passes(one, tmp_path):
+    """Each submission wakes the scheduler; passes coalesce them. 2,000 single submissions from
+    8 threads and 8,000 in bulk calls of 100 (all --begin in an hour, so they stay queued and
+    every pass sees them) must cost far fewer passes than submissions."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from pyslurm_lite.client import Client
+    from pyslurm_lite.model import JobSpec
+
+    client = Client(conf_path=str(one.conf))
+    begin = time.time() + 3600
+
+    def spec():
+        return JobSpec(name="burst", script="#!/bin/sh\ntrue\n", work_dir=str(tmp_path),
+                       submit_dir=str(tmp_path), begin_time=begin)
+    before = _cycles(one)
+    t0 = time.monotonic()
+    with ThreadPoolExecutor(8) as pool:
+        singles = list(pool.map(lambda _: Client(conf_path=str(one.conf)).submit(spec()), range(2000)))
+    bulk = client.submit_many([spec() for _ in range(8000)], batch=100)
+    elapsed = time.monotonic() - t0
+    time.sleep(1.5)  # the last wake-ups and one periodic pass
+    passes = _cycles(one) - before
+    print(f"10,000 submissions in {elapsed:.1f} s cost {passes} scheduling passes")
+    assert len(set(singles + bulk)) == 10_000
+    assert passes < 10_000 / 40, passes  # at least 40 submissions per pass on average
+    r = one.run(["squeue", "-h", "-n", "burst", "-t", "PD", "-o", "%r"])
+    assert r.stdout.split().count("BeginTime") == 10_000
+    assert one.run(["scancel", "-n", "burst"]).returncode == 0
