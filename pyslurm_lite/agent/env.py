@@ -66,6 +66,8 @@ def batch_environment(job: Job, cfg: Config, node: str, node_addrs: dict[str, st
     })
     if spec.account:
         env["SLURM_JOB_ACCOUNT"] = spec.account
+    if spec.reservation:
+        env["SLURM_JOB_RESERVATION"] = spec.reservation
     if job.array_job_id:
         env.update(array_environment(job))
     if spec.submit_host == "":

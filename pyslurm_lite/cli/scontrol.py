@@ -72,7 +72,9 @@ def _job_times(job, now: float) -> tuple[str, str, str]:
     end = job.end_time
     if not end and job.start_time and not pending and job.time_limit >= 0:
         end = job.start_time + job.time_limit * 60
-    start = 0 if pending else job.start_time or job.end_time
+    start = (job.expected_start if pending else job.start_time or job.end_time)
+    if pending and start and job.time_limit > 0:  # backfill's projected start, as Slurm shows it
+        end = start + job.time_limit * 60
     return format_hms(run_s), _ts(start), _ts(end if start else 0)
 
 
@@ -229,16 +231,19 @@ def partition_record(part, nodes_by_name) -> list[str]:
     gpus = sum(gpu_total(n.config) for n in nodes)
     default_time = "NONE" if part.default_time < 0 else format_limit_hms(part.default_time)
     max_nodes = "UNLIMITED" if part.max_nodes < 0 else str(part.max_nodes)
+    groups = ",".join(part.allow_groups) or "ALL"
+    accounts = ",".join(part.allow_accounts) or "ALL"
     return [f"PartitionName={part.name}",
-            "AllowGroups=ALL AllowAccounts=ALL AllowQos=ALL",
+            f"AllowGroups={groups} AllowAccounts={accounts} AllowQos=ALL",
             f"AllocNodes=ALL Default={'YES' if part.default else 'NO'} QoS=N/A",
-            f"DefaultTime={default_time} DisableRootJobs=NO ExclusiveUser=NO GraceTime=0 Hidden=NO",
+            f"DefaultTime={default_time} DisableRootJobs=NO ExclusiveUser=NO "
+            f"GraceTime={part.grace_time} Hidden=NO",
             f"MaxNodes={max_nodes} MaxTime={format_limit_hms(part.max_time)} MinNodes=0 LLN=NO "
             "MaxCPUsPerNode=UNLIMITED",
             f"Nodes={collect(part.nodes) or '(null)'}",
             f"PriorityJobFactor=1 PriorityTier={part.priority_tier} RootOnly=NO ReqResv=NO "
             "OverSubscribe=NO",
-            "OverTimeLimit=NONE PreemptMode=OFF",
+            f"OverTimeLimit=NONE PreemptMode={part.preempt_mode or 'OFF'}",
             f"State={part.state} TotalCPUs={cpus} TotalNodes={len(part.nodes)} "
             "SelectTypeParameters=NONE",
             "JobDefaults=(null)",

@@ -121,6 +121,13 @@ def test_node_addr_and_port_lists(line, addrs, ports):
     ("Foo\n", 1, "Key=Value"),
     ("ClusterName=a Extra=b\n", 1, "several keys"),
     ("1Bad=x\n", 1, "bad key"),
+    ("QOSName=high Priority=lots\n", 1, "Priority=lots"),
+    ("QOSName=high MaxWall=soon\n", 1, "MaxWall=soon"),
+    ("QOSName=high MaxTRESPerUser=cpu=4\n", 1, "gres/gpu"),
+    ("QOSName=high Flavour=mint\n", 1, "flavour"),
+    ("PreemptType=preempt/fifo\n", 1, "PreemptType"),
+    ("PreemptMode=SUSPEND\n", 1, "PreemptMode"),
+    ("NodeName=n1\nPartitionName=p Nodes=ALL GraceTime=later\n", 2, "GraceTime"),
 ])
 def test_errors_name_file_and_line(text, line, words):
     with pytest.raises(ConfigError) as e:
@@ -228,3 +235,30 @@ def test_gres_conf_errors_name_file_and_line(tmp_path, gres, line, words):
 ])
 def test_node_gres_spec(spec, parsed):
     assert config.parse_gres_spec(spec) == parsed
+
+
+def test_qos_partition_access_and_preemption_keys():
+    cfg = config.parse(
+        "NodeName=n1\n"
+        "PartitionName=p Nodes=ALL PriorityTier=3 AllowAccounts=phys,chem AllowGroups=lab "
+        "PreemptMode=cancel GraceTime=30\n"
+        "QOSName=high Priority=100 MaxWall=1:00:00 MaxJobsPerUser=2 MaxTRESPerUser=gres/gpu=4 "
+        "Preempt=normal PreemptExemptTime=00:05:00\n"
+        "PreemptType=preempt/partition_prio\nPreemptMode=REQUEUE\nPreemptExemptTime=120\n"
+        "SchedulerParameters=bf_max_job_test=50,bf_conservative\n", PATH)
+    p = cfg.partitions["p"]
+    assert (p.priority_tier, p.allow_accounts, p.allow_groups, p.preempt_mode, p.grace_time) == \
+        (3, ["phys", "chem"], ["lab"], "CANCEL", 30)
+    q = cfg.qos["high"]
+    assert (q.priority, q.max_wall, q.max_jobs_per_user, q.max_gpus_per_user, q.preempt,
+            q.preempt_exempt_time) == (100, 60, 2, 4, ["normal"], 300)
+    assert "normal" in cfg.qos and cfg.qos["normal"].max_wall == UNLIMITED
+    assert (cfg.preempt_type, cfg.preempt_mode, cfg.preempt_exempt_time) == \
+        ("preempt/partition_prio", "REQUEUE", 120)
+    assert cfg.scheduler_parameters == {"bf_max_job_test": "50", "bf_conservative": ""}
+
+
+def test_qos_may_only_preempt_declared_qos():
+    with pytest.raises(ConfigError) as e:
+        config.parse("QOSName=high Preempt=ghost\n", PATH)
+    assert "ghost" in e.value.message
