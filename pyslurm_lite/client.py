@@ -6,7 +6,12 @@
     c.job(jid).state                      # 'PENDING' | 'RUNNING' | 'COMPLETED' ...
     c.cancel([jid])
 
-grpc is imported on first use, so a CLI that fails early (bad option) never pays for it.
+Calls go to the controller over one of two transports, the same gRPC on the wire:
+  grpcio  grpcio's generated stub; the default for a Python program;
+  h2      h2client, unary calls on a plain socket, without importing grpcio (~100 ms saved at
+          start): what the short-lived CLIs use (cli.common.run sets `default_transport`).
+PYSLURM_LITE_TRANSPORT=grpcio|h2 overrides the default (to compare, or to fall back). Either
+is imported on first use, so a CLI that fails early (bad option) never pays for it.
 Listing methods return protobuf messages whose fields have the dataclasses' names (fast for
 thousands of jobs); `raw=False` converts them to model dataclasses.
 """
@@ -15,35 +20,38 @@ from __future__ import annotations
 
 import os
 import pwd
+from typing import TYPE_CHECKING
 
-from . import config as config_mod
-from .errors import NotFound
-from .model import Job, JobSpec, Node, Partition
+from .errors import NotFound, SlurmError
+
+if TYPE_CHECKING:  # config and model are imported where used
+    from .config import Config
+    from .model import Job, JobSpec
 
 DEFAULT_TIMEOUT = 30.0  # seconds for one call to the controller
+TRANSPORT_ENV = "PYSLURM_LITE_TRANSPORT"
+default_transport = "grpcio"  # for a Client that names none; see the module's docstring
 
 
 class Client:
-    def __init__(self, cfg: config_mod.Config | None = None, conf_path: str | None = None,
-                 timeout: float = DEFAULT_TIMEOUT):
-        self.cfg = cfg or config_mod.load(conf_path)
+    def __init__(self, cfg: Config | None = None, conf_path: str | None = None,
+                 timeout: float = DEFAULT_TIMEOUT, transport: str | None = None):
+        if cfg is None:
+            from . import config
+            cfg = config.load(conf_path)
+        self.cfg = cfg
         self.timeout = timeout
-        self._stub = None
+        self.transport = transport or os.environ.get(TRANSPORT_ENV) or default_transport
+        if self.transport not in _TRANSPORTS:
+            raise SlurmError(f"unknown transport '{self.transport}'; valid: {', '.join(_TRANSPORTS)}")
+        self._link = None
 
     # ---- plumbing -----------------------------------------------------------------------------
     def _call(self, method: str, request):
-        import grpc
-
-        from .rpcutil import client_channel, identity_metadata, raise_domain
-        if self._stub is None:
-            from ._proto import controller_pb2_grpc
-            self._stub = controller_pb2_grpc.ControllerStub(client_channel(self.cfg.controller_target))
-            self._md = identity_metadata()
-        try:
-            return getattr(self._stub, method)(request, timeout=self.timeout, metadata=self._md)
-        except grpc.RpcError as e:
-            raise_domain(e, f"Unable to contact slurm controller (connect failure) at "
-                            f"{self.cfg.controller_target}")
+        """Call a Controller method; domain errors come back as what the server raised."""
+        if self._link is None:
+            self._link = _TRANSPORTS[self.transport](self.cfg.controller_target)
+        return self._link.call(method, request, self.timeout)
 
     @staticmethod
     def _pb():
@@ -86,6 +94,7 @@ class Client:
         if raw:
             return list(reply.jobs), reply.now
         from . import wire
+        from .model import Job
         return [wire.from_msg(j, Job) for j in reply.jobs], reply.now
 
     def job(self, job_id: int) -> Job:
@@ -113,6 +122,7 @@ class Client:
         if raw:
             return list(reply.nodes), reply.now
         from . import wire
+        from .model import Node
         return [wire.from_msg(n, Node) for n in reply.nodes], reply.now
 
     def partitions(self, raw: bool = True):
@@ -120,6 +130,7 @@ class Client:
         if raw:
             return list(reply.partitions), list(reply.nodes)
         from . import wire
+        from .model import Node, Partition
         return ([wire.from_msg(p, Partition) for p in reply.partitions],
                 [wire.from_msg(n, Node) for n in reply.nodes])
 
@@ -128,6 +139,85 @@ class Client:
 
     def ping(self):
         return self._call("Ping", self._pb().PingRequest())
+
+    # ---- reservations and fair share ----------------------------------------------------------
+    def create_reservation(self, resv, node_count: int = 0, partition: str = "") -> str:
+        from . import wire
+        from ._proto import types_pb2
+        req = self._pb().CreateReservationRequest(
+            reservation=wire.to_msg(resv, types_pb2.Reservation), node_count=node_count,
+            partition=partition)
+        return self._call("CreateReservation", req).name
+
+    def delete_reservation(self, name: str) -> None:
+        self._call("DeleteReservation", self._pb().DeleteReservationRequest(name=name))
+
+    def reservations(self):
+        """(reservations not yet over, the controller's clock)."""
+        reply = self._call("GetReservations", self._pb().GetReservationsRequest())
+        return list(reply.reservations), reply.now
+
+    def diag(self):
+        """sdiag's counters (a GetDiagReply)."""
+        return self._call("GetDiag", self._pb().GetDiagRequest())
+
+    def shares(self, users=()):
+        return list(self._call("GetShares", self._pb().GetSharesRequest(users=list(users))).rows)
+
+
+def _unreachable(target: str) -> str:
+    return f"Unable to contact slurm controller (connect failure) at {target}"
+
+
+class _GrpcioLink:
+    """Calls through grpcio's generated stub."""
+
+    def __init__(self, target: str):
+        from ._proto import controller_pb2_grpc
+        from .rpcutil import client_channel, identity_metadata
+        self.target, self.metadata = target, identity_metadata()
+        self.stub = controller_pb2_grpc.ControllerStub(client_channel(target))
+
+    def call(self, method: str, request, timeout: float):
+        import grpc
+
+        from .rpcutil import raise_domain
+        try:
+            return getattr(self.stub, method)(request, timeout=timeout, metadata=self.metadata)
+        except grpc.RpcError as e:
+            raise_domain(e, _unreachable(self.target))
+
+
+class _H2Link:
+    """Calls through h2client: the same requests and metadata, without importing grpcio."""
+
+    def __init__(self, target: str):
+        from .h2client import Channel
+        from .rpccommon import identity_metadata
+        self.target, self.metadata = target, identity_metadata()
+        self.channel = Channel(target)
+
+    def call(self, method: str, request, timeout: float):
+        from google.protobuf.message import DecodeError
+        from google.protobuf.message_factory import GetMessageClass
+
+        from ._proto import controller_pb2
+        from .h2client import RpcFailure
+        from .rpccommon import INTERNAL, domain_error
+        desc = controller_pb2.DESCRIPTOR.services_by_name["Controller"].methods_by_name[method]
+        path = f"/{desc.containing_service.full_name}/{desc.name}"
+        try:
+            raw = self.channel.unary(path, request.SerializeToString(), self.metadata, timeout)
+            reply = GetMessageClass(desc.output_type)()
+            reply.ParseFromString(raw)
+        except RpcFailure as e:
+            raise domain_error(e.code, e.message, _unreachable(self.target)) from None
+        except DecodeError as e:
+            raise domain_error(INTERNAL, f"cannot parse the reply to {method}: {e}") from None
+        return reply
+
+
+_TRANSPORTS = {"grpcio": _GrpcioLink, "h2": _H2Link}
 
 
 def _user_name(uid: int) -> str:

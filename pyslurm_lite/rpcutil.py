@@ -18,19 +18,16 @@ import hashlib
 import hmac
 import logging
 import os
-import pwd
 import secrets
 import time
 
 import grpc
 
 from . import errors
+from .rpccommon import AUTH_KEY, UID_KEY, USER_KEY, domain_error, identity_metadata  # noqa: F401
 
 log = logging.getLogger("pyslurm_lite.rpc")
 
-UID_KEY = "x-pyslurm-uid"
-USER_KEY = "x-pyslurm-user"
-AUTH_KEY = "x-pyslurm-auth"
 TOKEN_LIFETIME = 300  # seconds a daemon token is accepted (clocks of a cluster agree this well)
 
 _CODE_OF_KIND = {
@@ -40,13 +37,6 @@ _CODE_OF_KIND = {
     "permission": grpc.StatusCode.PERMISSION_DENIED,
     "unavailable": grpc.StatusCode.UNAVAILABLE,
     "conflict": grpc.StatusCode.ABORTED,
-}
-_ERROR_OF_CODE = {
-    grpc.StatusCode.INVALID_ARGUMENT: errors.InvalidRequest,
-    grpc.StatusCode.FAILED_PRECONDITION: errors.Unsatisfiable,
-    grpc.StatusCode.NOT_FOUND: errors.NotFound,
-    grpc.StatusCode.PERMISSION_DENIED: errors.PermissionDenied,
-    grpc.StatusCode.ABORTED: errors.StaleState,
 }
 
 CHANNEL_OPTIONS = [
@@ -63,15 +53,6 @@ SERVER_OPTIONS = CHANNEL_OPTIONS + [("grpc.so_reuseport", 0)]
 
 def client_channel(target: str) -> grpc.Channel:
     return grpc.insecure_channel(target, options=CHANNEL_OPTIONS)
-
-
-def identity_metadata() -> tuple:
-    uid = os.getuid()
-    try:
-        user = pwd.getpwuid(uid).pw_name
-    except KeyError:
-        user = str(uid)
-    return ((UID_KEY, str(uid)), (USER_KEY, user))
 
 
 def caller_of(context) -> tuple[int, str]:
@@ -101,12 +82,10 @@ def rpc_method(fn):
 
 
 def raise_domain(e: grpc.RpcError, unreachable_msg: str = "Unable to contact slurm controller (connect failure)"):
-    """Turn a client-side RpcError back into the domain error it carried."""
-    code = e.code() if hasattr(e, "code") else None
-    if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
-        raise errors.ControllerUnreachable(unreachable_msg) from None
-    cls = _ERROR_OF_CODE.get(code, errors.SlurmError)
-    raise cls(e.details() if hasattr(e, "details") else str(e)) from None
+    """Turn a client-side RpcError back into the domain error it carried (rpccommon's table,
+    shared with the light HTTP/2 client)."""
+    code = e.code().value[0] if hasattr(e, "code") and e.code() is not None else None
+    raise domain_error(code, e.details() if hasattr(e, "details") else str(e), unreachable_msg) from None
 
 
 # ---- daemon authentication ------------------------------------------------------------------
