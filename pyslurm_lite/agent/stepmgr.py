@@ -267,8 +267,9 @@ class StepManager:
         return done
 
     def terminate(self, job_ids: list[int], reason: str) -> list[int]:
-        """SIGCONT+SIGTERM to the whole job now, SIGKILL after KillWait if anything remains.
-        On a node without the job's batch script (its steps only), the job is simply over."""
+        """SIGCONT+SIGTERM to the whole job now, SIGKILL after KillWait if anything remains
+        (at once for a preempted job: its GraceTime was the warning). On a node without the
+        job's batch script (its steps only), the job is simply over."""
         with self.lock:
             runs = [self.running[j] for j in job_ids if j in self.running]
             others = [j for j in job_ids if j not in self.running]
@@ -282,7 +283,8 @@ class StepManager:
             self.tracker.signal(key, signal.SIGCONT, run.proc.pid)
             self.tracker.signal(key, signal.SIGTERM, run.proc.pid)
             if run.kill_timer is None:
-                run.kill_timer = threading.Timer(self.cfg.kill_wait, self.tracker.kill_all,
+                wait = 0.0 if reason == "preempted" else self.cfg.kill_wait
+                run.kill_timer = threading.Timer(wait, self.tracker.kill_all,
                                                  (key, run.proc.pid))
                 run.kill_timer.daemon = True
                 run.kill_timer.start()

@@ -281,12 +281,12 @@ class JobManager:
             raise InvalidRequest(f"unknown job update '{action}'")
         return effects
 
-    def requeue(self, job: Job, hold: bool = False) -> list[Signal]:
+    def requeue(self, job: Job, hold: bool = False, reason: str = "requeue") -> list[Signal]:
         """Back to PENDING under the same id with the restart count up; running processes are
         killed first (the job's resources stay held until the agent confirms)."""
         signals = []
         if job.state == JobState.RUNNING:
-            signals = self._signal_effects(job, _signal.SIGTERM, terminate=True, reason="requeue")
+            signals = self._signal_effects(job, _signal.SIGTERM, terminate=True, reason=reason)
             self.s.completing.add(job.job_id)
         job.state, job.reason = JobState.PENDING, Reason.BEGIN_TIME if not hold else Reason.HELD_USER
         job.restart_count += 1
@@ -362,8 +362,8 @@ class JobManager:
                     continue
                 mode = job.preempt_mode
                 job.preempt_time, job.preempt_mode = 0.0, ""
-                if mode == "REQUEUE":
-                    effects.signals += self.requeue(job)
+                if mode == "REQUEUE":  # "preempted": the agent kills at once, the grace is over
+                    effects.signals += self.requeue(job, reason="preempted")
                     # as Slurm, a requeued job waits a while (BeginTime), so the job it made
                     # room for starts first whatever their priorities
                     job.eligible_time = now + PREEMPT_REQUEUE_DELAY

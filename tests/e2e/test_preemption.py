@@ -51,10 +51,11 @@ def test_high_qos_preempts_low_after_grace_time_and_low_is_requeued(qos, tmp_pat
     assert wait_final(qos, high, 60) == "COMPLETED"
     assert wait_final(qos, low, 60) == "COMPLETED"
     events = [line.split() for line in log.read_text().splitlines()]
-    kinds = [e[0] for e in events if e[0] != "term" or e is events[1]]  # later TERMs: the kill
+    kinds = [e[0] for e in events if e[0] != "term" or e is events[1]]  # a 2nd TERM: the kill's
     assert kinds == ["start", "term", "high", "start"], events
     term, high_start = float(events[1][1]), float(next(e for e in events if e[0] == "high")[1])
-    assert high_start - term >= GRACE - 0.5, events  # the grace time was honoured
+    # the grace time was honoured, then the job was killed at once (not after KillWait=5 s)
+    assert GRACE - 0.5 <= high_start - term <= GRACE + 4, events
     assert events[-1][1] == "1"  # the second run of the low job is its first restart
     assert _field(qos, low, "Restarts") == "1"
 
