@@ -15,11 +15,16 @@ What it measures, on a local cluster it starts itself (`pyslurm-lite cluster up`
   e. squeue wall time with 5,000 pending (held) jobs, p50 of 5 runs.
   f. controller RSS with those 5,000 pending jobs.
 
+pyslurm-lite's CLIs run with a bytecode cache of their own (PYTHONPYCACHEPREFIX in the bench's
+temporary directory, filled by one warm-up run of each), as an installed package has one. This
+sandbox sets PYTHONDONTWRITEBYTECODE=1 on an editable install, so without it (--no-bytecode)
+every CLI start compiles its ~15 modules again (~30 ms), which no installed system does.
+
 With --slurm, the CLI workloads (a, c, d, e, f) also run against a real Slurm started by
 ../shared/slurm-reference/setup.sh (its CLIs in /usr/bin, SLURM_CONF under $SLURM_ANCHOR_ROOT),
 and the table shows the ratio pyslurm-lite / Slurm. Slurm is never started from here.
 
-    python bench/bench_foundation.py [--quick] [--jobs 500] [--cpus 64] [--slurm]
+    python bench/bench_foundation.py [--quick] [--jobs 500] [--cpus 64] [--no-bytecode] [--slurm]
 """
 
 from __future__ import annotations
@@ -341,6 +346,21 @@ def local_cluster(nodes: int, cpus: int):
         shutil.rmtree(directory, ignore_errors=True)
 
 
+def bytecode_env(env: dict[str, str], work_dir: str) -> dict[str, str]:
+    """env with a private bytecode cache for the CLIs (see the module's docstring)."""
+    env = dict(env, PYTHONPYCACHEPREFIX=os.path.join(work_dir, "pycache"))
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
+
+
+def warm_up(b: Lite) -> None:
+    """Run each timed CLI once (sbatch, scontrol release, squeue), filling the bytecode cache."""
+    job_id = b.sbatch_parsable("-H", "-o", "/dev/null", "--wrap=true")
+    b.cli("scontrol", "release", str(job_id), check=False)
+    b.cli("squeue")
+    b.wait_final([job_id], timeout=60)
+
+
 def slurm_env() -> dict[str, str] | None:
     """SLURM_CONF environment when a real Slurm answers `scontrol ping`, else None."""
     env = dict(os.environ, SLURM_CONF=os.path.join(SLURM_ROOT, "etc", "slurm.conf"))
@@ -412,6 +432,8 @@ def parse_args(argv=None):
     p.add_argument("--jobs", type=int, default=None, help="end-to-end job count (default 500)")
     p.add_argument("--cpus", type=int, default=64, help="CPUs per node of the local cluster")
     p.add_argument("--quick", action="store_true", help="small counts for a smoke run")
+    p.add_argument("--no-bytecode", dest="bytecode", action="store_false",
+                   help="run pyslurm-lite's CLIs without a bytecode cache (compiled at every start)")
     p.add_argument("--slurm", dest="slurm", action="store_true",
                    help="also run the CLI workloads against a running real Slurm")
     p.add_argument("--no-slurm", dest="slurm", action="store_false", help="(default)")
@@ -447,11 +469,18 @@ def main(argv=None) -> int:
         sizes.e2e_jobs = args.jobs
     notes: list[str] = [f"pyslurm-lite: 2 nodes x {args.cpus} CPUs, so {2 * args.cpus} one-CPU "
                         f"jobs run at once; host has {os.cpu_count()} CPUs, 1-min load "
-                        f"{os.getloadavg()[0]:.2f} at start"]
+                        f"{os.getloadavg()[0]:.2f} at start",
+                        "pyslurm-lite CLIs: transport "
+                        f"{os.environ.get('PYSLURM_LITE_TRANSPORT') or 'h2 (their default)'}, "
+                        + ("bytecode cached after one warm-up run" if args.bytecode else
+                           "no bytecode cache (each start compiles the modules it imports)")]
     work_dir = tempfile.mkdtemp(prefix="bench-work-")
     try:
         with local_cluster(2, args.cpus) as (cluster_dir, env):
-            ours = run_suite(Lite(env, work_dir, cluster_dir), sizes, notes)
+            lite = Lite(bytecode_env(env, work_dir) if args.bytecode else env, work_dir, cluster_dir)
+            if args.bytecode:
+                warm_up(lite)
+            ours = run_suite(lite, sizes, notes)
         slurm = run_slurm(args.slurm, sizes, work_dir, notes)
     finally:
         shutil.rmtree(work_dir, ignore_errors=True)
