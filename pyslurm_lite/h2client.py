@@ -195,7 +195,8 @@ class _Connection:
                        ("grpc-accept-encoding", "identity"),
                        ("grpc-timeout", grpc_timeout(_remaining(deadline))), *metadata]
             self._queue_headers(sid, hpack_lite.encode(headers))
-            self._send_body(reply, struct.pack(">BI", 0, len(request)) + request, deadline)
+            if not self._send_body(reply, struct.pack(">BI", 0, len(request)) + request, deadline):
+                self.close()  # answered before it read all we had: our half of the stream is open
             while not reply.ended:
                 self._dispatch(self._read_frame(deadline), reply, deadline)
             return reply.message()
@@ -216,9 +217,9 @@ class _Connection:
             flags = END_HEADERS if i == len(pieces) - 1 else 0
             self.out += frame(HEADERS if i == 0 else CONTINUATION, flags, sid, piece)
 
-    def _send_body(self, reply: _Reply, body: bytes, deadline: float) -> None:
+    def _send_body(self, reply: _Reply, body: bytes, deadline: float) -> bool:
         """The request in DATA frames, END_STREAM on the last, within the server's windows;
-        what the server sends meanwhile is handled (it may answer before reading it all)."""
+        what the server sends meanwhile is handled. False if it answered before all was sent."""
         view, sent = memoryview(body), 0
         while sent < len(body):
             room = min(self.send_window, self.stream_window, self.peer_max_frame, len(body) - sent)
@@ -226,7 +227,7 @@ class _Connection:
                 self._flush(deadline)
                 self._dispatch(self._read_frame(deadline), reply, deadline)  # a WINDOW_UPDATE?
                 if reply.ended:
-                    return
+                    return False
                 continue
             last = sent + room == len(body)
             self.out += frame(DATA, END_STREAM if last else 0, reply.sid, view[sent:sent + room])
@@ -234,6 +235,7 @@ class _Connection:
             self.stream_window -= room
             sent += room
         self._flush(deadline)
+        return True
 
     def _flush(self, deadline: float) -> None:
         if self.out:

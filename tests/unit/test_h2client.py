@@ -135,6 +135,25 @@ def test_large_reply_and_large_request(raw_server):
     assert len(bytes(channel.unary("/t.Raw/Big", b"", timeout=10))) == BIG  # windows renewed
 
 
+def test_request_over_the_servers_limit_is_refused_not_hung():
+    """The server answers RESOURCE_EXHAUSTED without reading the rest: no wait for a window."""
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2),
+                         options=[("grpc.max_receive_message_length", 2**20)])
+    raw = Raw()
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(
+        "t.Raw", {"Echo": raw.handler("Echo")}),))
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    try:
+        channel = Channel(f"127.0.0.1:{port}")
+        with pytest.raises(RpcFailure) as e:
+            channel.unary("/t.Raw/Echo", b"x" * (8 * 2**20), timeout=5)
+        assert e.value.code == grpc.StatusCode.RESOURCE_EXHAUSTED.value[0]
+        assert bytes(channel.unary("/t.Raw/Echo", b"small", timeout=5)) == b"echo:small"
+    finally:
+        server.stop(None)
+
+
 def test_empty_reply(raw_server):
     _, port, _ = raw_server
     assert bytes(Channel(f"127.0.0.1:{port}").unary("/t.Raw/Empty", b"", timeout=5)) == b""
