@@ -112,3 +112,20 @@ def test_sshare_shows_usage_after_jobs(qos, tmp_path):
     r = qos.run(["sshare"])
     assert r.stdout.splitlines()[0].split() == ["Account", "User", "RawShares", "NormShares",
                                                 "RawUsage", "EffectvUsage", "FairShare"]
+
+
+def test_future_reservation_by_node_count_lets_only_short_jobs_run(qos, tmp_path):
+    r = qos.run(["scontrol", "create", "reservation", "StartTime=now+60minutes", "Duration=30",
+                 "NodeCnt=1", "Accounts=physics"])
+    assert r.returncode == 0 and r.stdout.startswith("Reservation created: physics_1"), r.stdout + r.stderr
+    r = qos.run(["scontrol", "show", "reservation", "physics_1"])
+    assert "Nodes=node1 NodeCnt=1" in r.stdout and "State=INACTIVE" in r.stdout, r.stdout
+    long = qos.sbatch("-t", "90", "--wrap", "true", cwd=tmp_path)  # would run into the window
+    short = qos.sbatch("-t", "30", "--wrap", "true", cwd=tmp_path)  # ends before it opens
+    assert wait_final(qos, short, 30) == "COMPLETED"
+    r = qos.run(["squeue", "-h", "-j", str(long), "-o", "%T"])
+    assert r.stdout.strip() == "PENDING", r.stdout
+    r = qos.run(["sbatch", "-A", "chemistry", "--reservation=physics_1", "--wrap", "true"], cwd=tmp_path)
+    assert r.returncode == 0  # root (the operator) may use any reservation
+    qos.run(["scancel", str(long), r.stdout.split()[-1]])
+    assert qos.run(["scontrol", "delete", "ReservationName=physics_1"]).returncode == 0
