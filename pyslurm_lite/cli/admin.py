@@ -86,5 +86,22 @@ def status(directory):
     sys.exit(run(directory, echo=click.echo))
 
 
+@main.command()
+@click.argument("trace")
+@click.option("--policy", default="easy", show_default=True,
+              help="fcfs, easy or conservative; several as easy,conservative")
+@click.option("--engine", default="fast", show_default=True,
+              help="fast, or scheduler (the daemon's sched.schedule(), fcfs and easy only)")
+@click.option("--procs", type=click.IntRange(1), default=None,
+              help="machine size in processors (default: the header's MaxProcs, else MaxNodes)")
+@click.option("--dump", default=None, metavar="FILE.csv", help="write id,submit,start,end,procs")
+@click.option("--plot", default=None, metavar="FILE.png",
+              help="draw utilization and queue length over time")
+def simulate(trace, policy, engine, procs, dump, plot):
+    """Replay an SWF trace (.swf or .swf.gz) on a virtual clock and print what it measured."""
+    from ..sim.command import run
+    run(trace, policy, engine, procs, dump, plot, echo=click.echo)
+
+
 if __name__ == "__main__":
     main()
