@@ -105,3 +105,36 @@ def test_conservative_matches_the_reference(name, n, skip):
     t = first_jobs(name, n, skip)
     fast, reference = POLICIES["conservative"](t), reference_conservative(t)
     assert fast == reference, first_difference(fast, reference, t).replace("scheduler", "reference")
+
+
+def random_trace(seed: int, jobs: int = 60) -> swf.Trace:
+    """Many ties (submits, ends and estimates on a coarse grid); jobs that end early, on time,
+    or are killed at their estimate."""
+    import random
+
+    rng = random.Random(seed)
+    lines = ["; MaxProcs: 16"]
+    submit = 0
+    for job in range(1, jobs + 1):
+        submit += rng.choice([0, 0, 5, 10, 30])
+        estimate = rng.choice([10, 20, 30, 60, 100])
+        run = rng.choice([estimate, estimate // 2, 5, estimate * 2])
+        procs = rng.choice([1, 2, 4, 8, 16, 3])
+        lines.append(f"{job} {submit} -1 {run} {procs} -1 -1 {procs} {estimate} "
+                     "-1 1 1 1 -1 1 -1 -1 -1")
+    return swf.parse("\n".join(lines) + "\n", f"random{seed}")
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_conservative_matches_the_reference_on_random_traces(seed):
+    t = random_trace(seed)
+    fast, reference = POLICIES["conservative"](t), reference_conservative(t)
+    assert fast == reference, first_difference(fast, reference, t).replace("scheduler", "reference")
+
+
+@pytest.mark.parametrize("policy", ["fcfs", "easy"])
+@pytest.mark.parametrize("seed", range(40))
+def test_fast_engine_matches_the_scheduler_on_random_traces(seed, policy):
+    t = random_trace(seed)
+    fast, through_sched = POLICIES[policy](t), sched_engine.replay(t, policy)
+    assert fast == through_sched, first_difference(fast, through_sched, t)
