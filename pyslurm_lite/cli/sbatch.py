@@ -11,7 +11,6 @@ import argparse
 import os
 import re
 import shlex
-import socket
 import sys
 
 from ..errors import InvalidRequest
@@ -167,7 +166,7 @@ def export_environment(export: str, environ: dict[str, str]) -> tuple[str, dict[
 
 def spec_from_args(ns, script: str, cwd: str) -> JobSpec:
     """A JobSpec from parsed options (directives and command line already merged)."""
-    spec = JobSpec(script=script, submit_dir=cwd, submit_host=socket.gethostname())
+    spec = JobSpec(script=script, submit_dir=cwd, submit_host=os.uname().nodename)  # gethostname()
     spec.work_dir = os.path.abspath(os.path.join(cwd, ns.chdir)) if ns.chdir else cwd
     spec.name = ns.name or (os.path.basename(ns.script) if ns.script else
                             ("wrap" if getattr(ns, "wrap", None) else "sbatch"))
