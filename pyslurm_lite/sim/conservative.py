@@ -44,7 +44,11 @@ import math
 from bisect import bisect_left, bisect_right
 from heapq import heappop, heappush
 
+from operator import itemgetter
+
 from .swf import Trace
+
+_JOB = itemgetter(3)  # of a waiting record
 
 
 class Profile:
@@ -92,9 +96,28 @@ class Profile:
         if to + duration <= start:
             self.add(start, start + duration, procs)
             self.add(to, to + duration, -procs)
-        else:  # overlapping: only the two ends change
-            self.add(to, start, -procs)
-            self.add(to + duration, start + duration, procs)
+            return
+        # Overlapping (nearly every move): free drops over [to, start) and rises over
+        # [to + duration, start + duration). add() twice, inlined: this runs 1.7 million
+        # times on HPC2N.
+        times, free = self.times, self.free
+        for a0, b0, delta in ((to, start, -procs), (to + duration, start + duration, procs)):
+            a = bisect_left(times, a0)
+            if times[a] != a0:
+                times.insert(a, a0)
+                free.insert(a, free[a - 1])
+            b = bisect_left(times, b0, a)
+            if times[b] != b0:
+                times.insert(b, b0)
+                free.insert(b, free[b - 1])
+            if b - a == 1:
+                free[a] += delta
+            else:
+                free[a:b] = [f + delta for f in free[a:b]]
+            if free[b] == free[b - 1]:
+                del free[b], times[b]
+            if a and free[a] == free[a - 1]:
+                del free[a], times[a]
 
     def earliest(self, duration, procs: int):
         """Start of the first window of `duration` with `procs` free throughout."""
@@ -138,13 +161,10 @@ class _Conservative:
         self.start = [None] * len(trace)
         self.first_reservation = [None] * len(trace)  # what each job was promised on arrival
         self.profile = Profile(trace.submit[0] if len(trace) else 0, trace.machine)
-        # the waiting jobs in arrival order, as parallel lists (the compression walks them all
-        # on every early end: zip over lists is the cheapest walk)
-        self.w_job: list[int] = []
-        self.w_at: list = []  # current reservation
-        self.w_procs: list[int] = []
-        self.w_est: list = []
-        self.reservation = [None] * len(trace)  # of each waiting job
+        # the waiting jobs in arrival order as [reservation, procs, estimate, job] (the
+        # compression walks them all on every early end), and each job's record while it waits
+        self.waiting: list[list] = []
+        self.record: list = [None] * len(trace)
         self.ends: list = []  # heap of (actual end, job)
         # wake-ups: the jobs booked at each time (a moved job stays listed at its old time and
         # is skipped there), and those times in a heap, each once
@@ -158,7 +178,7 @@ class _Conservative:
             now = min(submit[i] if i < n else inf, ends[0][0] if ends else inf,
                       due[0] if due else inf)
             self.profile.advance(now)
-            if ends and ends[0][0] == now and self._finish(now) and self.w_job:
+            if ends and ends[0][0] == now and self._finish(now) and self.waiting:
                 self._compress(now)
             k = i
             while i < n and submit[i] == now:
@@ -175,16 +195,16 @@ class _Conservative:
         heappush(self.ends, (now + self.run[j], j))  # its reservation now holds it running
 
     def _start_due(self, now, jobs: list) -> None:
-        w_job, reservation, start = self.w_job, self.reservation, self.start
+        waiting, record = self.waiting, self.record
         for j in jobs:
-            if start[j] is None and reservation[j] == now:
-                k = bisect_left(w_job, j)
-                for column in (w_job, self.w_at, self.w_procs, self.w_est):
-                    del column[k]
+            rec = record[j]
+            if rec is not None and rec[0] == now:  # else it moved earlier and started then
+                del waiting[bisect_left(waiting, j, key=_JOB)]
+                record[j] = None
                 self._launch(j, now)
 
     def _book(self, j: int, at) -> None:
-        self.reservation[j] = at
+        """Wake up at `at` for j (a moved job stays listed at its old time too)."""
         jobs = self.due_at.get(at)
         if jobs is None:
             self.due_at[at] = [j]
@@ -214,10 +234,8 @@ class _Conservative:
             if s == now:
                 self._launch(j, now)
             else:
-                self.w_job.append(j)
-                self.w_at.append(s)
-                self.w_procs.append(p)
-                self.w_est.append(d)
+                rec = self.record[j] = [s, p, d, j]
+                self.waiting.append(rec)
                 self._book(j, s)
 
     def _compress(self, now) -> None:
@@ -233,12 +251,13 @@ class _Conservative:
         step): only if some step up to limit has p free (one max over a slice, at C speed), and
         then a scan says where. A failed search is remembered for that (p, d) until the next
         move changes the profile: users queue many identical jobs."""
-        profile, book, w_at, w_job = self.profile, self._book, self.w_at, self.w_job
+        profile, due_at, due = self.profile, self.due_at, self.due
         times, free, run_before, move = profile.times, profile.free, profile.run_before, profile.move
         # (procs, duration) -> (limit, moves): no window of that size starts by limit, as
         # found when `moves` jobs had moved in this pass (identical jobs queue in runs)
         no_window, moves = {}, 0
-        for w, (s, p, d) in enumerate(zip(w_at, self.w_procs, self.w_est)):
+        for rec in self.waiting:
+            s, p, d, j = rec
             k = bisect_left(times, s)
             if k == 0:
                 continue  # due now
@@ -264,8 +283,13 @@ class _Conservative:
             if to is None:
                 continue
             move(s, to, d, p)
-            w_at[w] = to
-            book(w_job[w], to)
+            rec[0] = to
+            jobs = due_at.get(to)  # _book(), inlined
+            if jobs is None:
+                due_at[to] = [j]
+                heappush(due, to)
+            else:
+                jobs.append(j)
             moves += 1
 
 

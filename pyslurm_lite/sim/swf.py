@@ -115,7 +115,8 @@ def _header(data: bytes) -> tuple[int, dict]:
 
 def _fast_columns(data: bytes, start: int):
     """Fields 1, 2, 4, 5, 8, 9 as lists of ints, or None when the body is not plain 18-column
-    integer data (then the careful reader takes over)."""
+    integer data (then the careful reader takes over). Field 8 is only converted when some
+    job has no field 5."""
     body = data[start:]
     if b";" in body:
         return None
@@ -124,9 +125,12 @@ def _fast_columns(data: bytes, start: int):
     if len(tokens) != FIELDS * lines:  # blank or short lines: let the careful reader judge
         return None
     try:
-        return tuple(list(map(int, tokens[k::FIELDS])) for k in (0, 1, 3, 4, 7, 8))
+        ids, submit, run, alloc, req_time = (list(map(int, tokens[k::FIELDS]))
+                                             for k in (0, 1, 3, 4, 8))
+        req_procs = list(map(int, tokens[7::FIELDS])) if min(alloc, default=1) <= 0 else alloc
     except ValueError:  # a fraction or garbage in a field we use
         return None
+    return ids, submit, run, alloc, req_procs, req_time
 
 
 def _careful_columns(path: str, data: bytes):
@@ -155,6 +159,24 @@ def _number(token: bytes, path: str, line: int, field_no: int):
 
 
 def _build(name: str, machine: int, columns) -> Trace:
+    ids, submit, run, alloc, req_procs, req_time = columns
+    if ids and min(run) > 0 and min(alloc) > 0 and max(alloc) <= machine and (
+            min(req_time) > 0 or max(req_time) <= 0):
+        # every job replayed as it stands (all of HPC2N, the lublin logs): whole columns at once
+        estimate = req_time if req_time[0] > 0 else run
+        trace = Trace(name, machine, ids, submit, list(map(min, run, estimate)), alloc,
+                      list(estimate))
+    else:
+        trace = _build_each(name, machine, columns)
+    submit = trace.submit
+    if sorted(submit) != submit:  # service order: (submit, file order); sorted() is stable
+        order = sorted(range(len(submit)), key=submit.__getitem__)
+        for col in (trace.ids, trace.submit, trace.run, trace.procs, trace.estimate):
+            col[:] = [col[k] for k in order]
+    return trace
+
+
+def _build_each(name: str, machine: int, columns) -> Trace:
     trace = Trace(name=name, machine=machine)
     ids, submit, run, procs, estimate = trace.ids, trace.submit, trace.run, trace.procs, trace.estimate
     for job, sub, r, alloc, req_procs, req_time in zip(*columns):
@@ -168,8 +190,4 @@ def _build(name: str, machine: int, columns) -> Trace:
         run.append(r if r < est else est)  # killed at its estimate
         procs.append(p)
         estimate.append(est)
-    if any(a > b for a, b in zip(submit, submit[1:])):  # service order: (submit, file order)
-        order = sorted(range(len(submit)), key=submit.__getitem__)  # stable
-        for col in (ids, submit, run, procs, estimate):
-            col[:] = [col[k] for k in order]
     return trace
