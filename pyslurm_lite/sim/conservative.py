@@ -43,7 +43,6 @@ from __future__ import annotations
 import math
 from bisect import bisect_left, bisect_right
 from heapq import heappop, heappush
-
 from operator import itemgetter
 
 from .swf import Trace
