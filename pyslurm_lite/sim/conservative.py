@@ -257,18 +257,19 @@ class _Conservative:
         no_window, moves = {}, 0
         for rec in self.waiting:
             s, p, d, j = rec
-            k = bisect_left(times, s)
-            if k == 0:
+            r = bisect_left(times, s) - 1  # the step just before s
+            if r < 0:
                 continue  # due now
-            if free[k - 1] >= p:  # it moves
-                r = k - 1
+            if free[r] < p:  # blocked there: most jobs, most passes
+                limit = times[r] - d
+                if limit < now:
+                    continue
+                to = None
+            else:  # it moves
                 while r and free[r - 1] >= p:
                     r -= 1
                 to = times[r]
                 limit = times[r - 1] - d if r else now - 1
-            else:
-                to = None
-                limit = times[k - 1] - d
             if limit >= now:  # is there an earlier window, wholly before `limit + d`?
                 known = no_window.get((p, d))
                 if known is None or known[1] != moves or known[0] < limit:

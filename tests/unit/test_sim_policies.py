@@ -74,7 +74,14 @@ EARLY_END = (J(1, 0, 6, 100, run=40), J(2, 0, 8, 50), J(3, 0, 4, 60), J(4, 1, 2,
 ONE_INSTANT = (J(1, 0, 6, 100, run=40), J(2, 0, 8, 50), J(3, 40, 8, 10))
 REUSE_AT_ONCE = (J(1, 0, 10, 100), J(2, 100, 10, 50))
 
+# The worked examples that open sim/engine.py (EASY) and sim/conservative.py.
+EASY_DOC = (J(1, 0, 6, 100), J(2, 0, 8, 50), J(3, 0, 2, 100), J(4, 0, 2, 300))
+CONSERVATIVE_DOC = (J(1, 0, 6, 100, run=40), J(2, 0, 8, 50), J(3, 0, 4, 60))
+
 CASES = [
+    pytest.param(EASY_DOC, "easy", {1: 0, 2: 100, 3: 0, 4: 0}, id="engine-docstring-example"),
+    pytest.param(CONSERVATIVE_DOC, "conservative", {1: 0, 2: 60, 3: 0},
+                 id="conservative-docstring-example"),
     pytest.param(CLASSIC, "easy", {1: 0, 2: 100, 3: 253, 4: 3}, id="classic-easy-delays-second"),
     pytest.param(CLASSIC, "conservative", {1: 0, 2: 100, 3: 200, 4: 300},
                  id="classic-conservative-does-not"),
