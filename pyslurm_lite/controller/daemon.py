@@ -94,12 +94,13 @@ class Controller:
             self.state.purge_old(now)
 
     def _scheduler_loop(self) -> None:
-        last_full = 0.0
+        last_full, submitted = 0.0, 0
         while not self.stop.is_set():
             woken = self.state.changed.wait(SCHED_PERIOD)
             self.state.changed.clear()
-            if woken:
+            if woken and self.state.submissions != submitted:
                 self._settle()
+            submitted = self.state.submissions
             began = time.monotonic()
             full = not woken or began - last_full >= SCHED_PERIOD
             try:
@@ -114,15 +115,19 @@ class Controller:
             self.stop.wait(max(time.monotonic() - began, MIN_SCHED_INTERVAL))
 
     def _settle(self) -> None:
-        """Defer an event pass while changes keep coming (a burst of submissions or endings),
-        until EVENT_QUIET passes without one, at most EVENT_MAX_DEFER: one pass then sees the
-        whole burst. An isolated submission waits only EVENT_QUIET."""
+        """Defer an event pass while submissions keep coming, until EVENT_QUIET passes without
+        one, at most EVENT_MAX_DEFER: one pass then sees the whole burst. Endings and node
+        changes do not defer (their resources should be used at once)."""
         deadline = time.monotonic() + EVENT_MAX_DEFER
+        seen = self.state.submissions
         while not self.stop.is_set():
             left = deadline - time.monotonic()
-            if left <= 0 or not self.state.changed.wait(min(EVENT_QUIET, left)):
+            if left <= 0:
                 return
-            self.state.changed.clear()
+            self.stop.wait(min(EVENT_QUIET, left))
+            if self.state.submissions == seen:
+                return
+            seen = self.state.submissions
 
     def _monitor_loop(self) -> None:
         while not self.stop.wait(MONITOR_PERIOD):

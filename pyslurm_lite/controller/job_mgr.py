@@ -160,6 +160,7 @@ class JobManager:
                 self.s.touch(job)
             self.s.new_jobs = True
         self.s.diag.add(jobs_submitted=len(jobs))
+        self.s.submissions += 1
         self.s.changed.set()
         return [j.job_id for j in jobs]
 

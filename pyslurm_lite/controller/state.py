@@ -39,6 +39,7 @@ class ClusterState:
         self.next_job_id = cfg.first_job_id
         self.changed = threading.Event()  # wakes the scheduler
         self.new_jobs = False  # submissions since priorities were last computed
+        self.submissions = 0  # submit calls so far (the scheduler defers passes over a burst)
         self._final_states: dict[int, tuple[str, bool]] = {}  # forgotten jobs' final states
         self.reservations: dict[str, Reservation] = {}  # advance reservations, by name
         self.diag = Diag(since=clock())
