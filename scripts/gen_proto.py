@@ -4,6 +4,10 @@
 Usage: python scripts/gen_proto.py [OUT_DIR]   (default: pyslurm_lite/_proto)
 protoc writes imports as `from pyslurm_lite.v1 import x_pb2`; they are rewritten to relative
 imports so the generated modules live flat in their own package.
+
+Besides protoc's output it writes fields.py: each message's fields (name, number, kind, label,
+type) and each service's methods, read from the descriptors protoc made, for pbwire, which
+encodes and decodes messages without importing google.protobuf (the short-lived CLIs' path).
 """
 
 import glob
@@ -24,8 +28,10 @@ def generate(out_dir: str) -> None:
     protos = sorted(glob.glob(os.path.join(PROTO_ROOT, "pyslurm_lite", "v1", "*.proto")))
     include = os.path.join(os.path.dirname(grpc_tools.__file__), "_proto")
     with tempfile.TemporaryDirectory() as tmp:
+        descriptors = os.path.join(tmp, "descriptors.bin")
         rc = protoc.main(["protoc", f"-I{PROTO_ROOT}", f"-I{include}", f"--python_out={tmp}",
-                          f"--pyi_out={tmp}", f"--grpc_python_out={tmp}", *protos])
+                          f"--pyi_out={tmp}", f"--grpc_python_out={tmp}",
+                          f"--descriptor_set_out={descriptors}", *protos])
         if rc != 0:
             sys.exit(f"protoc failed with {rc}")
         os.makedirs(out_dir, exist_ok=True)
@@ -38,8 +44,91 @@ def generate(out_dir: str) -> None:
                 text = HEADER + text
             with open(os.path.join(out_dir, name), "w", encoding="utf-8") as f:
                 f.write(text)
+        with open(descriptors, "rb") as f:
+            table = fields_module(f.read())
+    with open(os.path.join(out_dir, "fields.py"), "w", encoding="utf-8") as f:
+        f.write(table)
     with open(os.path.join(out_dir, "__init__.py"), "w", encoding="utf-8") as f:
         f.write(HEADER)
+
+
+# FieldDescriptorProto.Type -> pbwire's kind (GROUP, 10, is proto2 only: refused)
+KINDS = {1: "double", 2: "float", 3: "int64", 4: "uint64", 5: "int32", 6: "fixed64",
+         7: "fixed32", 8: "bool", 9: "string", 11: "message", 12: "bytes", 13: "uint32",
+         14: "enum", 15: "sfixed32", 16: "sfixed64", 17: "sint32", 18: "sint64"}
+IMPLICIT, REPEATED, EXPLICIT = 0, 1, 2  # labels in fields.py (EXPLICIT: oneof or optional)
+
+
+def fields_module(descriptor_set: bytes) -> str:
+    """fields.py's text from a serialized FileDescriptorSet (the files given to protoc)."""
+    from google.protobuf import descriptor_pb2
+
+    fds = descriptor_pb2.FileDescriptorSet.FromString(descriptor_set)
+    packages = {f.package for f in fds.file}
+    if len(packages) != 1:
+        sys.exit(f"fields.py expects one proto package, not {sorted(packages)}")
+    (package,) = packages
+    prefix = f".{package}."
+    messages: dict[str, list] = {}
+    maps: dict[str, tuple] = {}  # map entry type -> (key kind, value kind, value type)
+
+    def type_name(name: str) -> str:
+        if not name.startswith(prefix):
+            sys.exit(f"a type outside {package}: {name}")
+        return name[len(prefix):]
+
+    def kind_of(field) -> str:
+        if field.type not in KINDS:
+            sys.exit(f"unsupported field type {field.type} ({field.name})")
+        return KINDS[field.type]
+
+    def walk(msg, scope: str) -> None:
+        name = scope + msg.name
+        for nested in msg.nested_type:
+            walk(nested, name + ".")
+        if msg.options.map_entry:
+            key, value = sorted(msg.field, key=lambda f: f.number)
+            maps[name] = (kind_of(key), kind_of(value),
+                          type_name(value.type_name) if value.type_name else None)
+            return
+        messages[name] = list(msg.field)
+
+    for file in sorted(fds.file, key=lambda f: f.name):
+        for msg in file.message_type:
+            walk(msg, "")
+    lines = [HEADER.rstrip("\n"),
+             "# Per message, in field-number order: (name, number, kind, label, type). label: "
+             f"{IMPLICIT} implicit",
+             f"# presence (proto3: a default value is not sent), {REPEATED} repeated, "
+             f"{EXPLICIT} explicit presence (oneof,",
+             "# optional); type: the message or enum's name for kind message or enum, or for "
+             "kind map",
+             "# (key kind, value kind, value message type or None).",
+             "", f"PACKAGE = {package!r}", "", "MESSAGES = {"]
+    for name in sorted(messages):
+        rows = []
+        for f in sorted(messages[name], key=lambda f: f.number):
+            kind, ref = kind_of(f), None
+            if f.type_name:
+                ref = type_name(f.type_name)
+            label = REPEATED if f.label == f.LABEL_REPEATED else \
+                EXPLICIT if f.HasField("oneof_index") else IMPLICIT
+            if ref in maps:
+                kind, label, ref = "map", IMPLICIT, maps[ref]
+            rows.append(f"        ({f.name!r}, {f.number}, {kind!r}, {label}, {ref!r}),")
+        lines += [f"    {name!r}: (", *rows, "    ),"]
+    lines += ["}", "", "# service -> method -> (request type, reply type)", "METHODS = {"]
+    for file in sorted(fds.file, key=lambda f: f.name):
+        for service in file.service:
+            lines.append(f"    {service.name!r}: {{")
+            for m in service.method:
+                if m.client_streaming or m.server_streaming:
+                    continue  # pbwire is for unary calls
+                lines.append(f"        {m.name!r}: ({type_name(m.input_type)!r}, "
+                             f"{type_name(m.output_type)!r}),")
+            lines.append("    },")
+    lines += ["}", ""]
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

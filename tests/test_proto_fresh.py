@@ -1,4 +1,5 @@
-"""The generated protobuf package is exactly what scripts/gen_proto.py makes from proto/ today."""
+"""The generated protobuf package is exactly what scripts/gen_proto.py makes from proto/ today:
+protoc's modules and fields.py, pbwire's field table."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ def test_generated_code_is_fresh(tmp_path):
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert "types_pb2.py" in _files(out) and "controller_pb2_grpc.py" in _files(out)
+    assert "fields.py" in _files(out)
     assert _files(out) == _files(CHECKED_IN)
     stale = [name for name in _files(out)
              if not filecmp.cmp(out / name, CHECKED_IN / name, shallow=False)]
