@@ -22,10 +22,10 @@ from __future__ import annotations
 
 import os
 import pwd
-from typing import TYPE_CHECKING
 
 from .errors import NotFound, SlurmError
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~5 ms of a CLI's start)
 if TYPE_CHECKING:  # config and model are imported where used
     from .config import Config
     from .model import Job, JobSpec
