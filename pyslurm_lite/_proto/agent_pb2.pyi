@@ -101,14 +101,16 @@ class AgentPingReply(_message.Message):
     def __init__(self, node: _Optional[str] = ..., running: _Optional[_Iterable[_Union[_types_pb2.RunningJob, _Mapping]]] = ...) -> None: ...
 
 class LaunchJobsRequest(_message.Message):
-    __slots__ = ("jobs", "instance", "node_addrs")
+    __slots__ = ("jobs", "instance", "node_addrs", "epoch")
     JOBS_FIELD_NUMBER: _ClassVar[int]
     INSTANCE_FIELD_NUMBER: _ClassVar[int]
     NODE_ADDRS_FIELD_NUMBER: _ClassVar[int]
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
     jobs: _containers.RepeatedCompositeFieldContainer[_types_pb2.Job]
     instance: str
     node_addrs: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, jobs: _Optional[_Iterable[_Union[_types_pb2.Job, _Mapping]]] = ..., instance: _Optional[str] = ..., node_addrs: _Optional[_Iterable[str]] = ...) -> None: ...
+    epoch: str
+    def __init__(self, jobs: _Optional[_Iterable[_Union[_types_pb2.Job, _Mapping]]] = ..., instance: _Optional[str] = ..., node_addrs: _Optional[_Iterable[str]] = ..., epoch: _Optional[str] = ...) -> None: ...
 
 class LaunchJobsReply(_message.Message):
     __slots__ = ("accepted",)

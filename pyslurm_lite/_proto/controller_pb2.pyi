@@ -182,14 +182,16 @@ class RegisterNodeRequest(_message.Message):
     def __init__(self, node: _Optional[str] = ..., cpus: _Optional[int] = ..., memory: _Optional[int] = ..., gpus: _Optional[_Iterable[_Union[_types_pb2.GpuDevice, _Mapping]]] = ..., running: _Optional[_Iterable[_Union[_types_pb2.RunningJob, _Mapping]]] = ..., events: _Optional[_Iterable[_Union[_types_pb2.JobEvent, _Mapping]]] = ..., boot_time: _Optional[float] = ..., version: _Optional[str] = ...) -> None: ...
 
 class RegisterNodeReply(_message.Message):
-    __slots__ = ("instance", "kill_job_ids", "heartbeat_interval")
+    __slots__ = ("instance", "kill_job_ids", "heartbeat_interval", "epoch")
     INSTANCE_FIELD_NUMBER: _ClassVar[int]
     KILL_JOB_IDS_FIELD_NUMBER: _ClassVar[int]
     HEARTBEAT_INTERVAL_FIELD_NUMBER: _ClassVar[int]
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
     instance: str
     kill_job_ids: _containers.RepeatedScalarFieldContainer[int]
     heartbeat_interval: float
-    def __init__(self, instance: _Optional[str] = ..., kill_job_ids: _Optional[_Iterable[int]] = ..., heartbeat_interval: _Optional[float] = ...) -> None: ...
+    epoch: str
+    def __init__(self, instance: _Optional[str] = ..., kill_job_ids: _Optional[_Iterable[int]] = ..., heartbeat_interval: _Optional[float] = ..., epoch: _Optional[str] = ...) -> None: ...
 
 class NodeHeartbeatRequest(_message.Message):
     __slots__ = ("node", "instance", "running", "free_memory", "cpu_load", "health_error")

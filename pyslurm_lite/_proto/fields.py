@@ -250,6 +250,7 @@ MESSAGES = {
         ('jobs', 1, 'message', 1, 'Job'),
         ('instance', 2, 'string', 0, None),
         ('node_addrs', 3, 'string', 1, None),
+        ('epoch', 4, 'string', 0, None),
     ),
     'Node': (
         ('config', 1, 'message', 0, 'NodeConfig'),
@@ -326,6 +327,7 @@ MESSAGES = {
         ('instance', 1, 'string', 0, None),
         ('kill_job_ids', 2, 'int64', 1, None),
         ('heartbeat_interval', 3, 'double', 0, None),
+        ('epoch', 4, 'string', 0, None),
     ),
     'RegisterNodeRequest': (
         ('node', 1, 'string', 0, None),

@@ -17,6 +17,7 @@ import subprocess
 import threading
 import time
 from concurrent import futures
+from contextlib import contextmanager
 
 # The agent forks a process per job from a threaded gRPC server: gRPC's own fork handlers are
 # for processes that use gRPC after forking, which ours never do, and they crash such children.
@@ -29,6 +30,7 @@ from .. import __version__, config as config_mod, wire
 from .._proto import agent_pb2_grpc, controller_pb2 as cpb, controller_pb2_grpc, types_pb2
 from ..rpcutil import (SERVER_OPTIONS, AuthInterceptor, bind, client_channel, daemon_metadata,
                        load_or_create_key)
+from ..errors import StaleState
 from .cgroup import make_tracker, scope as cgroup_scope
 from .gpu import discover
 from .journal import EndingsJournal
@@ -85,6 +87,8 @@ class Agent:
         self.key = load_or_create_key(cfg.key_path)
         self.steps.tasks = self.tasks = TaskManager(self.steps, node, self.key)
         self.instance = ""
+        self.epoch = ""  # this agent's registration, as the controller named it
+        self._link_lock = threading.Lock()  # a registration and a launch never overlap
         self.stop = threading.Event()
         self.stub = controller_pb2_grpc.ControllerStub(client_channel(cfg.controller_target))
         self.boot_time = psutil.boot_time()
@@ -114,7 +118,22 @@ class Agent:
         except queue.Empty:
             pass
 
+    @contextmanager
+    def admit(self, epoch: str):
+        """Launches decided under another registration (an earlier agent here, or before the
+        controller reconciled this one) are refused: the controller has already requeued
+        those jobs. Held while the launch starts, so the next registration lists it."""
+        with self._link_lock:
+            if not self.epoch or epoch != self.epoch:
+                raise StaleState(f"stale launch (epoch {epoch or '-'}, registered as {self.epoch or '-'})")
+            yield
+
     def register_once(self) -> None:
+        with self._link_lock:
+            self.epoch = ""
+            self._register()
+
+    def _register(self) -> None:
         running = self._running_msgs()  # before draining endings, as in heartbeat_once
         self._drain_queue(0)
         req = cpb.RegisterNodeRequest(
@@ -125,7 +144,7 @@ class Agent:
             version=__version__)
         reply = self.stub.RegisterNode(req, timeout=RPC_TIMEOUT, metadata=daemon_metadata(self.key))
         self._acknowledged()
-        self.instance = reply.instance
+        self.instance, self.epoch = reply.instance, reply.epoch
         if reply.kill_job_ids:
             log.warning("controller does not know jobs %s: killing them", list(reply.kill_job_ids))
             self.steps.terminate(list(reply.kill_job_ids), "unknown")
@@ -184,7 +203,7 @@ class Agent:
         # each srun connection holds a thread for the step's life: room for many steps at once
         self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=64), options=SERVER_OPTIONS,
                                   interceptors=[AuthInterceptor(self.key, CONTROLLER_METHODS)])
-        agent_pb2_grpc.add_AgentServicer_to_server(AgentServicer(self.node, self.steps, self.tasks),
+        agent_pb2_grpc.add_AgentServicer_to_server(AgentServicer(self.node, self.steps, self.tasks, self.admit),
                                                    self.server)
         node_cfg = self.cfg.nodes[self.node]
         port = node_cfg.port or self.cfg.slurmd_port

@@ -11,8 +11,10 @@ from .taskmgr import TaskManager
 
 
 class AgentServicer(agent_pb2_grpc.AgentServicer):
-    def __init__(self, node: str, steps: StepManager, tasks: TaskManager):
-        self.node, self.steps, self.tasks = node, steps, tasks
+    def __init__(self, node: str, steps: StepManager, tasks: TaskManager, admit):
+        """`admit(epoch)`: a context manager held while launches are accepted and started;
+        raises StaleState unless epoch is this agent's current registration (daemon.py)."""
+        self.node, self.steps, self.tasks, self.admit = node, steps, tasks, admit
 
     def LaunchStep(self, request_iterator, context):
         # a stream: errors travel in-band as StepOutput.error (see taskmgr)
@@ -28,10 +30,11 @@ class AgentServicer(agent_pb2_grpc.AgentServicer):
     def LaunchJobs(self, request, context):
         addrs = dict(a.split("=", 1) for a in request.node_addrs)
         accepted = []
-        for msg in request.jobs:
-            job = wire.from_msg(msg, Job)
-            self.steps.launch(job, addrs)
-            accepted.append(job.job_id)
+        with self.admit(request.epoch):
+            for msg in request.jobs:
+                job = wire.from_msg(msg, Job)
+                self.steps.launch(job, addrs)
+                accepted.append(job.job_id)
         return pb.LaunchJobsReply(accepted=accepted)
 
     @rpc_method

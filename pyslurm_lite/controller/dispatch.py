@@ -53,7 +53,8 @@ class Dispatcher:
         return [f"{n}={self.s.cfg.nodes[n].addr}" for n in sorted(names)]
 
     def _launch(self, launch: Launch) -> None:
-        req = agent_pb2.LaunchJobsRequest(instance=self.s.instance, node_addrs=self._node_addrs(launch))
+        req = agent_pb2.LaunchJobsRequest(instance=self.s.instance, node_addrs=self._node_addrs(launch),
+                                          epoch=launch.epoch)
         scripts = self.s.store.load_scripts([j.job_id for j in launch.jobs])
         for job in launch.jobs:
             msg = req.jobs.add()

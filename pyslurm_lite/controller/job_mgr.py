@@ -31,6 +31,7 @@ PREEMPT_REQUEUE_DELAY = 5.0  # seconds a preempted, requeued job waits before it
 class Launch:
     node: str
     jobs: list[Job]
+    epoch: str = ""  # the node's registration the start was decided under
 
 
 @dataclass
@@ -330,11 +331,14 @@ class JobManager:
                 started.append(job)
                 self.s.diag.add(jobs_started=1)
             self.s.save(started)
+            # the epochs are read under the same lock as the starts: a registration after
+            # this point reconciles without these launches, and the agent will refuse them
+            epochs = dict(self.s.epochs)
         by_node: dict[str, list[Job]] = {}
         for job in started:
             if job.spec.batch and job.state == JobState.RUNNING:  # an allocation for srun/salloc has no script to launch
                 by_node.setdefault(job.allocations[0].node, []).append(job)
-        effects.launches = [Launch(node, jobs) for node, jobs in by_node.items()]
+        effects.launches = [Launch(node, jobs, epochs.get(node, "")) for node, jobs in by_node.items()]
         return effects
 
     def _preempt(self, preemptions, now: float) -> list[Signal]:

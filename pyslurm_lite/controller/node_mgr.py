@@ -33,8 +33,10 @@ class NodeManager:
         return node
 
     def register(self, name: str, cpus: int, memory: int, gpus: list[GpuDevice], running: dict[int, int],
-                 boot_time: float, version: str) -> tuple[list[int], Effects]:
-        """An agent (re)joined; returns job ids it must kill. `running`: job id -> restart count."""
+                 boot_time: float, version: str) -> tuple[list[int], Effects, str]:
+        """An agent (re)joined; returns job ids it must kill, and its new epoch: launches
+        decided before this reconciliation carry an older one and the agent refuses them.
+        `running`: job id -> restart count."""
         now = self.s.clock()
         with self.s.lock:
             node = self._node(name)
@@ -50,8 +52,9 @@ class NodeManager:
                     node.reason = ""
             kill, _, signals = self._reconcile(name, running, now, grace=0.0)
             self.s.refresh_node(name)
+            epoch = self.s.new_epoch(name)
         self.s.changed.set()
-        return kill, Effects(signals=signals)
+        return kill, Effects(signals=signals), epoch
 
     def _admin_down(self, node) -> bool:
         return node.state == NodeState.DOWN and node.reason not in ("", "Not responding")

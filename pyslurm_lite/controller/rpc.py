@@ -211,13 +211,13 @@ class ControllerServicer(controller_pb2_grpc.ControllerServicer):
         for ev in request.events:
             if ev.kind == "lost":
                 self.dispatch.send(self.nodes.job_lost(ev.job_id, request.node, ev.time))
-        kill, effects = self.nodes.register(
+        kill, effects, epoch = self.nodes.register(
             request.node, request.cpus, request.memory,
             [wire.from_msg(g, GpuDevice) for g in request.gpus],
             {r.job_id: r.restart_count for r in request.running}, request.boot_time, request.version)
         self.dispatch.send(effects)
         return pb.RegisterNodeReply(instance=self.s.instance, kill_job_ids=kill,
-                                    heartbeat_interval=self.s.cfg.heartbeat_interval)
+                                    heartbeat_interval=self.s.cfg.heartbeat_interval, epoch=epoch)
 
     @rpc_method
     def NodeHeartbeat(self, request, context):

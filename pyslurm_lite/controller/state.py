@@ -32,6 +32,8 @@ class ClusterState:
         self.completing: set[int] = set()  # ended jobs whose processes are not yet confirmed gone
         self.nodes: dict[str, Node] = {n: Node(config=c) for n, c in cfg.nodes.items()}
         self.registered: set[str] = set()  # nodes registered with this controller instance
+        self.epochs: dict[str, str] = {}  # node -> its current registration (launches carry it)
+        self._registrations = 0
         self.ports: dict[str, set[int]] = {}  # node -> MASTER_PORTs of the jobs holding it
         self.warned: set[tuple[int, int]] = set()  # (job, restart count) given its --signal
         self.versions: dict[int, int] = {}  # job id -> change counter (RPC caches key on it)
@@ -62,6 +64,12 @@ class ClusterState:
                     if row["down"]:
                         node.state = NodeState.DOWN
             self._refresh_all_nodes()
+
+    def new_epoch(self, node: str) -> str:
+        """A name for this registration of node, unique across controller restarts."""
+        self._registrations += 1
+        self.epochs[node] = f"{self.instance}.{self._registrations}"
+        return self.epochs[node]
 
     # ---- persistence --------------------------------------------------------------------------
     def save(self, jobs: list[Job]) -> None:

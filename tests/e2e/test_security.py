@@ -117,3 +117,26 @@ def test_cluster_key_creation_is_shared(tmp_path):
     a = load_or_create_key(path)
     b = load_or_create_key(path)
     assert a == b and len(a) == 64
+
+
+def test_agent_refuses_launches_from_another_registration(cluster, tmp_path):
+    """A launch decided before the agent (re)registered carries an older epoch: even with the
+    cluster key, the agent refuses it (the controller has reconciled without it)."""
+    from pyslurm_lite import wire
+    from pyslurm_lite._proto import agent_pb2, agent_pb2_grpc
+    from pyslurm_lite.model import Job, JobState, NodeAllocation
+    cfg = config.load(str(cluster.conf))
+    node = cfg.nodes["node1"]
+    key = load_or_create_key(cfg.key_path)
+    stub = agent_pb2_grpc.AgentStub(grpc.insecure_channel(f"{node.addr}:{node.port}"))
+    marker = tmp_path / "stale-launch-ran"
+    job = Job(job_id=434343, spec=JobSpec(uid=0, gid=0, user="root", work_dir=str(tmp_path),
+                                           script=f"#!/bin/sh\ntouch {marker}\n", std_out="/dev/null"),
+              allocations=[NodeAllocation("node1", 1, 10)], state=JobState.RUNNING)
+    req = agent_pb2.LaunchJobsRequest(epoch="an-old-registration", node_addrs=[f"node1={node.addr}"])
+    msg = req.jobs.add()
+    msg.CopyFrom(wire.to_msg(job, type(msg)))
+    with pytest.raises(grpc.RpcError) as e:
+        stub.LaunchJobs(req, timeout=10, metadata=daemon_metadata(key))
+    assert e.value.code() == grpc.StatusCode.ABORTED and "stale launch" in e.value.details()
+    assert not marker.exists()
