@@ -86,3 +86,8 @@ def split_list(values) -> list[str]:
     for v in values or []:
         out += [x for x in v.split(",") if x]
     return out
+
+
+def write_lines(lines: list[str]) -> None:
+    """Print lines, each ended by a newline; nothing at all for none (as Slurm's listings)."""
+    sys.stdout.write("\n".join(lines) + ("\n" if lines else ""))

@@ -14,7 +14,7 @@ import sys
 import time
 
 from . import fmt, nodefields as nf
-from .common import SlurmArgParser, fail, run, split_list
+from .common import SlurmArgParser, fail, run, split_list, write_lines
 
 PROG = "sinfo"
 FORMATS = {
@@ -228,7 +228,7 @@ def main_args(argv: list[str]) -> int:
     client = Client()
     while True:
         out = report(ns, form, client)
-        sys.stdout.write("\n".join(out) + ("\n" if out else ""))
+        write_lines(out)
         if not ns.iterate:
             return 0
         sys.stdout.write("\n")

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import sys
 
-from .common import SlurmArgParser, fail, run, split_list
+from .common import SlurmArgParser, fail, run, split_list, write_lines
 
 PROG = "sprio"
 COLUMNS = ("age", "fairshare", "jobsize", "partition", "qos")
@@ -37,7 +36,7 @@ def main_args(argv: list[str]) -> int:
     jobs, _ = client.jobs(job_ids=ids, states=["PENDING"], users=split_list(ns.user))
     out = [] if ns.noheader else [HEADER]
     out += [row(j, ns.norm) for j in sorted(jobs, key=lambda j: j.job_id)]
-    sys.stdout.write("\n".join(out) + ("\n" if out else ""))
+    write_lines(out)
     return 0
 
 

@@ -6,7 +6,7 @@ import sys
 import time
 
 from . import fmt
-from .common import SlurmArgParser, fail, run, split_list
+from .common import SlurmArgParser, fail, run, split_list, write_lines
 from .jobfields import COMPACT, FIELDS, HEADERS, _blank, fold_pending_tasks
 
 PROG = "squeue"
@@ -98,7 +98,7 @@ def main_args(argv: list[str]) -> int:
         out.append(fmt.render(tokens, HEADERS))
     row = fmt.compile_row(tokens, FIELDS, _blank)
     out += [row(job, now) for job in jobs]
-    sys.stdout.write("\n".join(out) + ("\n" if out else ""))
+    write_lines(out)
     return 0
 
 
@@ -111,7 +111,7 @@ def _print_steps(jobs, now: float, ns) -> int:
         for step in running_steps(job):
             if not wanted or step["id"] in wanted:
                 out.append(fmt.render_row(tokens, lambda letter, j=job, st=step: step_field(j, st, letter, now)))
-    sys.stdout.write("\n".join(out) + ("\n" if out else ""))
+    write_lines(out)
     return 0
 
 

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import sys
 
-from .common import SlurmArgParser, run, split_list
+from .common import SlurmArgParser, run, split_list, write_lines
 
 PROG = "sshare"
 HEADER = ("             Account       User  RawShares  NormShares    RawUsage  EffectvUsage  FairShare \n"
@@ -44,7 +43,7 @@ def main_args(argv: list[str]) -> int:
         for r in rows:
             a, u, raw, norm, usage, eff, fair = cells(r)
             out.append(f"{a:<20} {u:>10} {raw:>10} {norm:>11} {usage:>11} {eff:>13} {fair:>10} ")
-    sys.stdout.write("\n".join(out) + ("\n" if out else ""))
+    write_lines(out)
     return 0
 
 

@@ -54,7 +54,7 @@ class ReservationManager:
         if count < 1:
             raise InvalidRequest("Error creating the reservation: Nodes or NodeCnt must be given")
         if partition and partition not in self.s.cfg.partitions:
-            raise NotFound(f"Error creating the reservation: Invalid partition name specified")
+            raise NotFound("Error creating the reservation: Invalid partition name specified")
         pool = self.s.cfg.partitions[partition].nodes if partition else list(self.s.nodes)
         taken = {n for r in self.s.reservations.values()
                  if r.start_time < resv.end_time and resv.start_time < r.end_time for n in r.nodes}
