@@ -17,14 +17,14 @@ import pytest
 
 from pyslurm_lite.sim import POLICIES, sched_engine, swf
 
-TRACES = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "traces")
+# Slices of the Parallel Workloads Archive traces in ../shared/traces (their headers and the
+# records these tests use, as they are there; tests/data/traces/README.md says which), so the
+# tests run on a clone without ../shared.
+TRACES = os.path.join(os.path.dirname(__file__), "..", "data", "traces")
 
 
 def first_jobs(name: str, n: int, skip: int = 0) -> swf.Trace:
-    path = os.path.join(TRACES, name)
-    if not os.path.exists(path):
-        pytest.skip(f"trace {name} not in ../shared/traces")
-    t = swf.read(path)
+    t = swf.read(os.path.join(TRACES, name))
     for column in ("ids", "submit", "run", "procs", "estimate"):
         setattr(t, column, getattr(t, column)[skip:skip + n])
     return t
@@ -100,7 +100,7 @@ def reference_conservative(t: swf.Trace) -> list:
 @pytest.mark.parametrize("name, n, skip", [("KTH-SP2-1996-2.1-cln.swf.gz", 1200, 0),
                                            ("CTC-SP2-1996-3.1-cln.swf.gz", 400, 0),
                                            ("lublin_256.swf.gz", 500, 0),
-                                           ("HPC2N-2002-2.2-cln.swf.gz", 150, 39300)])
+                                           ("HPC2N-2002-2.2-cln.swf.gz", 150, 0)])
 def test_conservative_matches_the_reference(name, n, skip):
     t = first_jobs(name, n, skip)
     fast, reference = POLICIES["conservative"](t), reference_conservative(t)
