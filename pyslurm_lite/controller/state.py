@@ -29,6 +29,9 @@ class ClusterState:
         self.lock = threading.RLock()
         self.instance = uuid.uuid4().hex[:12]
         self.jobs: dict[int, Job] = {}
+        # ids of jobs not yet over (or still completing): what a scheduling pass looks at, so
+        # finished jobs kept for MinJobAge cost it nothing. Kept by touch().
+        self.active: set[int] = set()
         self.completing: set[int] = set()  # ended jobs whose processes are not yet confirmed gone
         self.nodes: dict[str, Node] = {n: Node(config=c) for n, c in cfg.nodes.items()}
         self.registered: set[str] = set()  # nodes registered with this controller instance
@@ -52,6 +55,7 @@ class ClusterState:
         with self.lock:
             for job in self.store.load_jobs(active_only=True):
                 self.jobs[job.job_id] = job
+                self.active.add(job.job_id)
                 if job.state in (JobState.RUNNING, JobState.COMPLETING):
                     self._hold_allocations(job)
             self.next_job_id = max(self.next_job_id, self.store.max_job_id() + 1)
@@ -81,6 +85,13 @@ class ClusterState:
     def touch(self, job: Job) -> None:
         self.versions[job.job_id] = self.versions.get(job.job_id, 0) + 1
         self._views.pop(job.job_id, None)
+        if job.state.is_final and job.job_id not in self.completing:
+            self.active.discard(job.job_id)
+        else:
+            self.active.add(job.job_id)
+
+    def active_jobs(self) -> list[Job]:
+        return [self.jobs[i] for i in self.active if i in self.jobs]
 
     # ---- node usage ---------------------------------------------------------------------------
     def _hold_allocations(self, job: Job) -> None:
@@ -176,7 +187,8 @@ class ClusterState:
     def snapshot(self) -> Snapshot:
         # Held jobs are left out: nothing a pass decides can change for them (their Reason was
         # set when they were held), and a queue full of held jobs must not slow every pass.
-        pending = tuple(self.job_view(j) for j in self.jobs.values()
+        active = self.active_jobs()
+        pending = tuple(self.job_view(j) for j in active
                         if j.state == JobState.PENDING and not j.held
                         and j.job_id not in self.completing)
         nodes = tuple(self.node_view(n) for n in self.nodes.values())
@@ -184,10 +196,10 @@ class ClusterState:
                                        p.priority_tier, p.preempt_mode, p.grace_time)
                  for p in self.cfg.partitions.values()}
         now = self.clock()
-        running = tuple(self.running_view(j, now) for j in self.jobs.values()
+        running = tuple(self.running_view(j, now) for j in active
                         if j.allocations and (j.state == JobState.RUNNING or j.job_id in self.completing))
         array_running: dict[int, int] = {}
-        for j in self.jobs.values():
+        for j in active:
             if j.array_job_id and j.state == JobState.RUNNING:
                 array_running[j.array_job_id] = array_running.get(j.array_job_id, 0) + 1
         reservations = tuple(r for r in self.reservations.values() if r.end_time > now)
@@ -213,7 +225,7 @@ class ClusterState:
         """Pending jobs whose --dependency does not hold yet ("wait") or never will ("never").
         Jobs no longer in memory are looked up in the store once, then remembered (final states
         do not change)."""
-        waiting = [j for j in self.jobs.values() if j.state == JobState.PENDING and j.spec.dependency]
+        waiting = [j for j in self.active_jobs() if j.state == JobState.PENDING and j.spec.dependency]
         if not waiting:
             return {}
         wanted = set().union(*(dependency.referenced(j.spec.dependency) for j in waiting))
@@ -257,5 +269,6 @@ class ClusterState:
                and j not in self.completing and now - job.end_time > MIN_JOB_AGE]
         for j in old:
             del self.jobs[j]
+            self.active.discard(j)
             self.versions.pop(j, None)
             self._views.pop(j, None)
