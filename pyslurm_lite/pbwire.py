@@ -254,28 +254,34 @@ def decode(msg_type: str, data) -> dict:
     return _decode(msg_type, view, 0, len(view))
 
 
+def _read_field(data, pos: int) -> tuple:
+    """(field number, wire type, raw value, next position): a varint's value, a fixed field's
+    bytes, or a length-delimited field's (start, stop) span."""
+    key, pos = _read_varint(data, pos)
+    number, wire = key >> 3, key & 7
+    if wire == _VARINT:
+        raw, pos = _read_varint(data, pos)
+    elif wire == _I64:
+        raw, pos = bytes(data[pos:pos + 8]), pos + 8
+    elif wire == _I32:
+        raw, pos = bytes(data[pos:pos + 4]), pos + 4
+    elif wire == _LEN:
+        size, pos = _read_varint(data, pos)
+        raw, pos = (pos, pos + size), pos + size
+    else:
+        raise ValueError(f"unsupported wire type {wire} (field {number})")
+    return number, wire, raw, pos
+
+
 def _decode(msg_type: str, data, pos: int, end: int) -> dict:
     table = MESSAGES[msg_type]
     by_number = {f[1]: f for f in table}
     result = {f[0]: _default(f[2], f[3]) for f in table}
     while pos < end:
-        key, pos = _read_varint(data, pos)
-        number, wire = key >> 3, key & 7
-        field = by_number.get(number)
-        if wire == _VARINT:
-            n, pos = _read_varint(data, pos)
-            raw = n
-        elif wire == _I64:
-            raw, pos = bytes(data[pos:pos + 8]), pos + 8
-        elif wire == _I32:
-            raw, pos = bytes(data[pos:pos + 4]), pos + 4
-        elif wire == _LEN:
-            size, pos = _read_varint(data, pos)
-            raw, pos = (pos, pos + size), pos + size
-        else:
-            raise ValueError(f"unsupported wire type {wire} (field {number})")
+        number, wire, raw, pos = _read_field(data, pos)
         if pos > end:
             raise ValueError("truncated message")
+        field = by_number.get(number)
         if field is None or number == 0:
             continue  # an unknown field
         name, _, kind, label, ref = field
@@ -331,19 +337,7 @@ def _decode_entry(key_kind, value_kind, value_ref, data, start: int, stop: int) 
         value = _decode(value_ref, data, start, start)  # an entry without a value: all defaults
     pos = start
     while pos < stop:
-        tag, pos = _read_varint(data, pos)
-        number, wire = tag >> 3, tag & 7
-        if wire == _VARINT:
-            raw, pos = _read_varint(data, pos)
-        elif wire == _I64:
-            raw, pos = bytes(data[pos:pos + 8]), pos + 8
-        elif wire == _I32:
-            raw, pos = bytes(data[pos:pos + 4]), pos + 4
-        elif wire == _LEN:
-            size, pos = _read_varint(data, pos)
-            raw, pos = (pos, pos + size), pos + size
-        else:
-            raise ValueError(f"unsupported wire type {wire} in a map entry")
+        number, wire, raw, pos = _read_field(data, pos)
         if pos > stop:
             raise ValueError("truncated map entry")
         if number == 1:

@@ -59,10 +59,11 @@ class Controller:
         self._priorities_at = 0.0
         self.sched_config = sched_config(cfg)
         depth = cfg.scheduler_parameters.get("default_queue_depth", "100")
-        if not depth.isdigit():
+        if not depth.isdigit() or int(depth) < 1:
             raise ConfigError(f"{cfg.path}: bad default_queue_depth={depth}")
-        self.event_config = dataclasses.replace(
-            self.sched_config, max_job_test=min(int(depth) or 1, self.sched_config.max_job_test or int(depth) or 1))
+        full_depth = self.sched_config.max_job_test or int(depth)  # 0: every job
+        self.event_config = dataclasses.replace(self.sched_config,
+                                                max_job_test=min(int(depth), full_depth))
 
     def schedule_once(self, now: float, full: bool = True) -> int:
         """One pass. An event pass (full=False) tries backfill on the top default_queue_depth

@@ -329,8 +329,8 @@ class JobManager:
                     continue
                 self._start(job, list(start.allocations), now)
                 started.append(job)
-                self.s.diag.add(jobs_started=1)
             self.s.save(started)
+            self.s.diag.add(jobs_started=sum(j.state == JobState.RUNNING for j in started))
             # the epochs are read under the same lock as the starts: a registration after
             # this point reconciles without these launches, and the agent will refuse them
             epochs = dict(self.s.epochs)

@@ -69,8 +69,8 @@ class ReservationManager:
         with self.s.lock:
             if name not in self.s.reservations:
                 raise NotFound(f"Reservation {name} not found")
-            if any(j.spec.reservation == name and not j.state.is_final for j in self.s.jobs.values()
-                   if j.state != JobState.PENDING):
+            if any(j.spec.reservation == name and j.state == JobState.RUNNING
+                   for j in self.s.jobs.values()):
                 raise InvalidRequest(f"Reservation {name} is in use by running jobs")
             self.s.store.delete_reservation(name)
             del self.s.reservations[name]

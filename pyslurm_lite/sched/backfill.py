@@ -30,9 +30,8 @@ class Backfill:
     """One pass's reservations. `place_now` answers "may this job start now?"; `reserve` books
     a blocked job's earliest slot. The caller (cycle.py) decides who gets reservations."""
 
-    def __init__(self, timeline: Timeline, conservative: bool, max_job_test: int):
+    def __init__(self, timeline: Timeline, max_job_test: int):
         self.timeline = timeline
-        self.conservative = conservative
         self.max_job_test = max_job_test
         self.tested = 0
         self.booked = 0  # reservations made; with none, nothing can be delayed

@@ -66,7 +66,7 @@ class _Pass:
         self.by_partition = {name: [n for n in order if n in set(p.nodes)]
                              for name, p in snapshot.partitions.items()}
         self.timeline = Timeline(self.free, snapshot.running, now)
-        self.backfill = Backfill(self.timeline, config.conservative, config.max_job_test)
+        self.backfill = Backfill(self.timeline, config.max_job_test)
         self.blocked: set[str] = set()
         self.frozen: set[str] = set()  # blocked without a reservation
         self.preempted: set[int] = set()
@@ -77,6 +77,7 @@ class _Pass:
             key = (r.user, r.qos)
             self.user_jobs[key] = self.user_jobs.get(key, 0) + 1
             self.user_gpus[key] = self.user_gpus.get(key, 0) + sum(len(a.gpus) for a in r.allocations)
+        self.resv_by_name = {r.name: r for r in snapshot.reservations}
         self.resv_by_node: dict[str, list] = {}
         for resv in snapshot.reservations:
             for n in resv.nodes:
@@ -96,7 +97,7 @@ class _Pass:
         if part is None or not part.up:
             return Reason.PARTITION_DOWN
         if job.reservation:
-            resv = next((r for r in self.s.reservations if r.name == job.reservation), None)
+            resv = self.resv_by_name.get(job.reservation)
             if resv is None or resv.start_time > self.now:
                 return Reason.RESERVATION
         if job.array_limit and self.array_running.get(job.array_job_id, 0) >= job.array_limit:
@@ -128,22 +129,24 @@ class _Pass:
             if self.backfill.exhausted():
                 return Reason.PRIORITY  # past bf_max_job_test
             self.backfill.tested += 1
-        allocations = None
+        allocations = usable = None
         if self._could_fit_now(job) and len(self.plan.starts) < self.config.max_starts:
-            allocations = self.backfill.place_now(job, order, self._usable(job))
+            usable = self._usable(job)
+            allocations = self.backfill.place_now(job, order, usable)
         if allocations is not None:
             self._started(job, allocations)
             self.plan.backfilled += testing
             return None
         if blocked and not self.config.conservative:
             return Reason.PRIORITY
-        reason = Reason.PRIORITY if blocked else self._why_not(job, order)
+        usable = usable or self._usable(job)
+        reason = Reason.PRIORITY if blocked else self._why_not(job, order, usable)
         if not blocked:
             self._preempt_for(job, order)
             self.blocked.add(job.partition)
         if self.config.backfill:
             ends = [r.end_time for n in order for r in self.resv_by_node.get(n, ())]
-            start = self.backfill.reserve(job, order, self._usable(job), ends)
+            start = self.backfill.reserve(job, order, usable, ends)
             if start is not None:
                 self.plan.reservations[job.job_id] = start
             elif not blocked:
@@ -155,8 +158,8 @@ class _Pass:
     def _order(self, job: JobView) -> list[str]:
         nodes = self.by_partition.get(job.partition, [])
         if job.reservation:
-            resv = next(r for r in self.s.reservations if r.name == job.reservation)
-            nodes = [n for n in nodes if n in set(resv.nodes)]
+            reserved = set(self.resv_by_name[job.reservation].nodes)
+            nodes = [n for n in nodes if n in reserved]
         return nodes
 
     def _usable(self, job: JobView):
@@ -190,11 +193,7 @@ class _Pass:
     def _started(self, job: JobView, allocations) -> None:
         self.plan.starts.append(Start(job.job_id, tuple(allocations)))
         for a in allocations:
-            f = self.free[a.node]
-            f.free_cpus -= a.cpus
-            f.free_mem -= a.mem
-            f.free_gpus = [g for g in f.free_gpus if g not in a.gpus]
-            f.idle = False
+            self.free[a.node].hold(a)
         self._most_free = None
         if job.array_job_id:
             self.array_running[job.array_job_id] = self.array_running.get(job.array_job_id, 0) + 1
@@ -213,12 +212,11 @@ class _Pass:
             self.preempted.add(p.job_id)
             self.plan.preemptions.append(p)
 
-    def _why_not(self, job: JobView, order: list[str]) -> Reason:
+    def _why_not(self, job: JobView, order: list[str], usable) -> Reason:
         """Resources when enough capable nodes are up but busy; ReqNodeNotAvail when too few are
         up (Reserved for maintenance when a MAINT reservation holds the missing ones)."""
-        up = [n for n in order if self.free[n].view.available and capable(self.free[n].view, job)]
-        usable_now = self._usable(job)
-        if len([n for n in up if usable_now(n, self.now, self.now + 1)]) >= job.num_nodes:
+        up = [n for n in order if n in usable.static]
+        if len([n for n in up if usable(n, self.now, self.now + 1)]) >= job.num_nodes:
             return Reason.RESOURCES
         if len(up) >= job.num_nodes:
             maint = any("MAINT" in r.flags for n in up for r in self.resv_by_node.get(n, ())

@@ -66,14 +66,14 @@ def victims(job: JobView, candidates: list[FreeNode], snapshot: Snapshot, now: f
     pool = [r for r in pool if any(a.node in names for a in r.allocations)]
     # those already on their way out first, then the youngest, then the lowest priority
     pool.sort(key=lambda r: (not going(r), -r.start, r.priority, r.job_id))
-    freed = {c.view.name: _copy(c) for c in candidates}
+    freed = {c.view.name: c.copy() for c in candidates}
     chosen = []
     for run in pool:
         for a in run.allocations:
             if a.node in freed:
-                _give_back(freed[a.node], a)
+                freed[a.node].give_back(a)
         chosen.append(run)
-        trial = {k: _copy(v) for k, v in freed.items()}
+        trial = {k: v.copy() for k, v in freed.items()}
         if select_nodes(job, [trial[c.view.name] for c in candidates]) is not None:
             out = []
             for r in chosen:
@@ -82,16 +82,3 @@ def victims(job: JobView, candidates: list[FreeNode], snapshot: Snapshot, now: f
                     out.append(Preemption(r.job_id, job.job_id, mode, grace))
             return out
     return None
-
-
-def _copy(node: FreeNode) -> FreeNode:
-    c = FreeNode(node.view)
-    c.free_cpus, c.free_mem, c.free_gpus, c.idle = node.free_cpus, node.free_mem, list(node.free_gpus), node.idle
-    return c
-
-
-def _give_back(node: FreeNode, a) -> None:
-    node.free_cpus += a.cpus
-    node.free_mem += a.mem
-    node.free_gpus = sorted(set(node.free_gpus) | set(a.gpus))
-    node.idle = node.free_cpus >= node.view.cpus and len(node.free_gpus) >= len(node.view.gpus)

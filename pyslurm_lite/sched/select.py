@@ -38,6 +38,25 @@ class FreeNode:
                 and self.free_mem >= job.mem_per_node[index]
                 and len(self.gpus_of_type(job.gpu_type)) >= job.gpus_per_node)
 
+    def copy(self) -> "FreeNode":
+        c = FreeNode(self.view)
+        c.free_cpus, c.free_mem, c.free_gpus, c.idle = (self.free_cpus, self.free_mem,
+                                                        list(self.free_gpus), self.idle)
+        return c
+
+    def hold(self, a: NodeAllocation) -> None:
+        """Take exactly what an allocation made elsewhere (the timeline) holds."""
+        self.free_cpus -= a.cpus
+        self.free_mem -= a.mem
+        self.free_gpus = [g for g in self.free_gpus if g not in a.gpus]
+        self.idle = False
+
+    def give_back(self, a: NodeAllocation) -> None:
+        self.free_cpus += a.cpus
+        self.free_mem += a.mem
+        self.free_gpus = sorted(set(self.free_gpus) | set(a.gpus))
+        self.idle = self.free_cpus >= self.view.cpus and len(self.free_gpus) >= len(self.view.gpus)
+
     def take(self, job: JobView, index: int) -> NodeAllocation:
         if job.exclusive:
             cpus, mem = self.free_cpus, self.free_mem
