@@ -289,14 +289,16 @@ def main_args(argv: list[str]) -> int:
     except InvalidRequest as e:
         fail(PROG, e.message, 255 if "--time" in e.message or "Invalid" in e.message else 1)
     from ..client import Client
-    from ..errors import NotFound, Unsatisfiable
+    from ..errors import ControllerUnreachable, SlurmError
     try:
         job_id = Client().submit(spec)
-    except (Unsatisfiable, NotFound) as e:
+    except ControllerUnreachable:
+        raise
+    except SlurmError as e:  # the controller refused the job: Slurm's prefix, whatever the cause
         lines = e.message.splitlines()
         msg = "\n".join(lines[:-1] + [f"Batch job submission failed: {lines[-1]}"]) \
             if not lines[-1].startswith("Batch job") else e.message
-        fail(PROG, msg)
+        fail(PROG, msg, getattr(e, "exit_code", 1))
     if ns.parsable:
         print(job_id, flush=True)
     elif not ns.quiet:
