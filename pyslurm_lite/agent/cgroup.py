@@ -134,13 +134,15 @@ class _CgroupTracker(Tracker):
 
 
 class CgroupV1(_CgroupTracker):
-    """v1: memory (limit, OOM, the list of processes) and freezer (kills) for every job; cpuset
-    only when the job is pinned and devices only when something is to be hidden, because each
-    controller costs a mkdir, writes and an rmdir per job and step. Limits are set on the job's
-    cgroup; each step (the batch script is step 'batch') is a child of it."""
+    """v1: memory (limit, OOM, the list of processes) for every job; cpuset only when the job is
+    pinned and devices only when something is to be hidden; freezer only when a job's processes
+    outlive it and must be killed (they are moved there then). Each controller costs a mkdir, a
+    write to cgroup.procs and an rmdir per job, on the path that starts and ends every job.
+    Limits are set on the job's cgroup. The batch script runs in it directly (v1 lets a cgroup
+    hold processes and children); each srun step gets a child, step_<n>."""
 
     name = "proctrack/cgroup (v1)"
-    ALWAYS = ("memory", "freezer")
+    ALWAYS = ("memory",)
 
     def __init__(self, node: str, root: str = CGROUP_ROOT):
         self.mounts = {c: os.path.join(root, c) for c in V1_CONTROLLERS
@@ -195,7 +197,7 @@ class CgroupV1(_CgroupTracker):
                     _write(os.path.join(d, f), _read(os.path.join(parent, f)).strip())
 
     def add(self, job_key: str, pid: int, step: str = "batch") -> None:
-        for ctl, path in self._dirs(f"{job_key}/step_{step}").items():
+        for ctl, path in self._dirs(job_key if step == "batch" else f"{job_key}/step_{step}").items():
             self._mkdirs(ctl, path)
             _write(os.path.join(path, "cgroup.procs"), str(pid))
 
@@ -211,22 +213,36 @@ class CgroupV1(_CgroupTracker):
         return sorted(procs)
 
     def kill_all(self, job_key: str, leader: int) -> None:
-        """SIGKILL everything in the job's cgroup, frozen first so nothing can fork meanwhile."""
+        """SIGKILL everything in the job's cgroup, frozen first so nothing can fork meanwhile:
+        each round moves what is left into the job's freezer cgroup (made now: most jobs leave
+        nothing behind) and freezes it before the kill."""
         left = self.pids(job_key)
         if not left:
             return  # the common case: the script's children were gone with it
         log.info("killing %d process(es) left in %s", len(left), job_key)
-        freezer = self._dirs(job_key).get("freezer")
-        if freezer and os.path.isdir(freezer):
-            _write(os.path.join(freezer, "freezer.state"), "FROZEN")
+        freezer = self._freezer(job_key)
         for _ in range(KILL_ROUNDS):
             pids = self.pids(job_key)
             if not pids:
                 break
+            if freezer:
+                for pid in pids:
+                    try:
+                        _write(os.path.join(freezer, "cgroup.procs"), str(pid))
+                    except OSError:
+                        pass  # it exited meanwhile
+                _write(os.path.join(freezer, "freezer.state"), "FROZEN")
             self.signal(job_key, signal.SIGKILL, leader)
-            if freezer and os.path.isdir(freezer):
+            if freezer:
                 _write(os.path.join(freezer, "freezer.state"), "THAWED")  # the kill lands on thaw
             time.sleep(KILL_PAUSE)
+
+    def _freezer(self, job_key: str) -> str | None:
+        if "freezer" not in self.base:
+            return None
+        path = os.path.join(self.base["freezer"], job_key)
+        self._mkdirs("freezer", path)
+        return path
 
     def oom_killed(self, job_key: str) -> bool:
         path = self._dirs(job_key).get("memory")
@@ -243,7 +259,10 @@ class CgroupV1(_CgroupTracker):
         return False
 
     def remove(self, job_key: str) -> None:
-        for path in self._dirs(job_key).values():
+        paths = set(self._dirs(job_key).values())
+        if "freezer" in self.base:  # made only if kill_all was needed, but look anyway
+            paths.add(os.path.join(self.base["freezer"], job_key))
+        for path in paths:
             _rmtree(path)
         self.used.pop(job_key, None)
 

@@ -43,6 +43,9 @@ log = logging.getLogger("pyslurm_lite.agent")
 CONTROLLER_METHODS = {"LaunchJobs", "SignalJobs"}  # only the controller may call these
 RETRY_DELAY = 0.5  # seconds between attempts to reach an absent controller
 RPC_TIMEOUT = 10.0
+# Reports of endings are at least this far apart: a lone ending goes at once, a stream of them
+# shares reports (each one RPC and one commit on the controller) instead of one each.
+REPORT_SPACING = 0.025
 
 
 class HealthCheck:
@@ -83,6 +86,7 @@ class Agent:
         self.tracker = make_tracker(cfg.proctrack_type, cgroup_scope(cfg, node))
         self.journal = EndingsJournal(os.path.join(self.spool, "endings"))
         self.pending = self.journal.load()  # what a previous agent here could not deliver
+        self._reported_at = 0.0  # time.monotonic() of the last report
         self.steps = StepManager(cfg, node, self.spool, self._report, self.gpus, self.tracker)
         self.key = load_or_create_key(cfg.key_path)
         self.steps.tasks = self.tasks = TaskManager(self.steps, node, self.key)
@@ -153,6 +157,7 @@ class Agent:
     def report_once(self) -> None:
         if not self.pending:
             return
+        self._reported_at = time.monotonic()
         req = cpb.ReportJobEventsRequest(node=self.node, instance=self.instance, events=self._event_msgs())
         reply = self.stub.ReportJobEvents(req, timeout=RPC_TIMEOUT, metadata=daemon_metadata(self.key))
         if reply.reregister:
@@ -181,6 +186,9 @@ class Agent:
                     self.register_once()
                     next_beat = time.monotonic() + self.cfg.heartbeat_interval
                 self._drain_queue(max(min(next_beat - time.monotonic(), 1.0), 0.0))
+                rest = self._reported_at + REPORT_SPACING - time.monotonic()
+                if self.pending and rest > 0 and not self.stop.wait(rest):
+                    self._drain_queue(0)
                 self.report_once()
                 if time.monotonic() >= next_beat and self.instance:
                     self.heartbeat_once()

@@ -5,6 +5,7 @@ zero-padding width (%4j). Relative names are relative to the job's working direc
 from __future__ import annotations
 
 import os
+from functools import lru_cache
 
 from ..model import Job
 
@@ -13,31 +14,45 @@ def expand_pattern(pattern: str, job: Job, node: str, step: str = "batch", task:
                    node_index: int = 0) -> str:
     """Slurm's filename patterns: %j %J %x %u %N %n %A %a %s %t %%, with optional zero-padding
     width (%4j)."""
-    out, i = [], 0
     array_id = job.array_job_id or job.job_id
     task_id = job.array_task_id if job.array_job_id else 4294967294  # Slurm's "no array" index
     values = {"j": str(job.job_id), "J": str(job.job_id), "x": job.spec.name, "u": job.spec.user,
               "N": node, "n": str(node_index), "A": str(array_id), "a": str(task_id), "s": step,
               "t": str(task), "r": str(job.restart_count)}  # %r: which run (requeues append)
-    while i < len(pattern):
-        c = pattern[i]
-        if c != "%" or i + 1 >= len(pattern):
-            out.append(c)
-            i += 1
-            continue
-        j = i + 1
-        while j < len(pattern) and pattern[j].isdigit():
-            j += 1
-        width, key = pattern[i + 1:j], pattern[j] if j < len(pattern) else ""
-        if key == "%":
-            out.append("%")
+    out = []
+    for literal, width, key, raw in _tokens(pattern):
+        if literal:
+            out.append(literal)
         elif key in values:
             v = values[key]
-            out.append(v.zfill(int(width)) if width and v.isdigit() else v)
+            out.append(v.zfill(width) if width and v.isdigit() else v)
         else:
-            out.append(pattern[i:j + 1])
-        i = j + 1
+            out.append(raw)  # not a pattern Slurm knows: kept as written
     return "".join(out)
+
+
+@lru_cache(maxsize=256)
+def _tokens(pattern: str) -> tuple[tuple[str, int, str, str], ...]:
+    """A pattern split once into (literal, width, key, as written): a job's launch expands its
+    --output and --error, and most jobs share a few patterns."""
+    out, i = [], 0
+    while i < len(pattern):
+        k = pattern.find("%", i)
+        if k < 0 or k + 1 >= len(pattern):  # no more patterns (a trailing % is literal)
+            out.append((pattern[i:], 0, "", ""))
+            break
+        if k > i:
+            out.append((pattern[i:k], 0, "", ""))
+        j = k + 1
+        while j < len(pattern) and pattern[j].isdigit():
+            j += 1
+        key = pattern[j] if j < len(pattern) else ""
+        if key == "%":
+            out.append(("%", 0, "", ""))
+        else:
+            out.append(("", int(pattern[k + 1:j] or 0), key, pattern[k:j + 1]))
+        i = j + 1
+    return tuple(out)
 
 
 def output_paths(job: Job, node: str) -> tuple[str, str]:

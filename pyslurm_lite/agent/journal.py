@@ -1,47 +1,57 @@
 """Job endings the controller has not acknowledged yet, kept on disk.
 
-An ending is written here before it is reported and removed once the controller acknowledges
-it, so neither a controller restart nor an agent crash loses it: a restarted agent delivers the
-endings its predecessor could not, and the controller applies each at most once (it ignores an
-ending for a run it already closed).
+An ending is written here before it is reported, so neither a controller restart nor an agent
+crash loses it: a restarted agent delivers the endings its predecessor could not.
+
+One append-only file, a JSON line per ending: recording one is a single write(), which a crash
+of the agent cannot tear (a torn last line, after a power cut, is skipped). The file is emptied
+once every ending in it has been acknowledged. An ending acknowledged just before a crash may
+be delivered again by the next agent; that is harmless, because the controller applies each
+ending at most once (it ignores an ending for a run it already closed).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import threading
+
+LOG = "endings.log"
 
 
 class EndingsJournal:
     def __init__(self, directory: str):
         self.dir = directory
         os.makedirs(directory, mode=0o700, exist_ok=True)
-
-    @staticmethod
-    def _name(event: dict) -> str:
-        return f"{event['job_id']}.{event.get('restart_count', 0)}.json"
+        self._lock = threading.Lock()
+        self._outstanding = 0  # endings in the file not acknowledged yet
+        self._fd = os.open(os.path.join(directory, LOG), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
 
     def record(self, event: dict) -> None:
-        path = os.path.join(self.dir, self._name(event))
-        tmp = path + ".tmp"
-        with open(tmp, "w") as f:
-            json.dump(event, f)
-        os.replace(tmp, path)  # whole or absent, never torn
+        line = (json.dumps(event, separators=(",", ":")) + "\n").encode()
+        with self._lock:
+            os.write(self._fd, line)
+            self._outstanding += 1
 
     def delivered(self, events: list[dict]) -> None:
-        for event in events:
-            try:
-                os.unlink(os.path.join(self.dir, self._name(event)))
-            except FileNotFoundError:
-                pass
+        """These endings (recorded or loaded) were acknowledged."""
+        with self._lock:
+            self._outstanding -= len(events)
+            if self._outstanding <= 0:  # nothing in the file is still owed: start it afresh
+                self._outstanding = 0
+                os.ftruncate(self._fd, 0)
 
     def load(self) -> list[dict]:
+        """What a previous agent here recorded and could not deliver (at start, before any
+        record)."""
+        with open(os.path.join(self.dir, LOG), "rb") as f:
+            lines = f.read().splitlines()
         out = []
-        for name in sorted(os.listdir(self.dir)):
-            if name.endswith(".json"):
-                try:
-                    with open(os.path.join(self.dir, name)) as f:
-                        out.append(json.load(f))
-                except (OSError, ValueError):
-                    os.unlink(os.path.join(self.dir, name))  # a torn write cannot happen; junk can
+        for line in lines:
+            try:
+                out.append(json.loads(line))
+            except ValueError:
+                pass  # a line torn by a power cut: its job is reconciled at registration
+        with self._lock:
+            self._outstanding = len(out)
         return out

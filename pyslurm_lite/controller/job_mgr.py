@@ -318,7 +318,7 @@ class JobManager:
                 if job is not None and job.state == JobState.PENDING and \
                         (job.reason != reason or job.expected_start != expected):
                     job.reason, job.expected_start = reason, expected
-                    self.s.touch(job)
+                    self.s.touch_listing(job)
             effects.signals += self._preempt(plan.preemptions, now)
             for start in plan.starts:
                 job = self.s.jobs.get(start.job_id)

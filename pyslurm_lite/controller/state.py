@@ -83,12 +83,18 @@ class ClusterState:
             self.touch(job)
 
     def touch(self, job: Job) -> None:
-        self.versions[job.job_id] = self.versions.get(job.job_id, 0) + 1
+        self.touch_listing(job)
         self._views.pop(job.job_id, None)
         if job.state.is_final and job.job_id not in self.completing:
             self.active.discard(job.job_id)
         else:
             self.active.add(job.job_id)
+
+    def touch_listing(self, job: Job) -> None:
+        """Only what listings show changed (its Reason, its expected start): the scheduler's
+        view of the job stays valid (a pass may set the Reason of a hundred jobs, and each
+        rebuilt view costs the next pass)."""
+        self.versions[job.job_id] = self.versions.get(job.job_id, 0) + 1
 
     def active_jobs(self) -> list[Job]:
         return [self.jobs[i] for i in self.active if i in self.jobs]

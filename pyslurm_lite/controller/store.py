@@ -86,6 +86,12 @@ reservations_table = sa.Table(
 
 ACTIVE_STATES = ("PENDING", "RUNNING", "SUSPENDED", "COMPLETING")
 
+# Built once: constructing an SQLAlchemy statement costs more than executing it, and these run
+# on every scheduling pass, batch of job ends and launch.
+_UPDATE_JOB = (jobs_table.update().where(jobs_table.c.job_id == sa.bindparam("b_job_id"))
+               .values({c.name: sa.bindparam(c.name) for c in jobs_table.c if c.name != "job_id"}))
+_SCRIPTS_OF = sa.select(scripts_table).where(scripts_table.c.job_id.in_(sa.bindparam("ids", expanding=True)))
+
 
 def _sqlite_pragmas(dbapi_conn, _record) -> None:
     cur = dbapi_conn.cursor()
@@ -160,21 +166,19 @@ class Store:
 
     def load_scripts(self, job_ids: list[int]) -> dict[int, tuple[str, dict]]:
         """job id -> (script, environment), for launching."""
-        query = sa.select(scripts_table).where(scripts_table.c.job_id.in_(job_ids))
         with self.engine.connect() as conn:
-            return {r.job_id: (r.script, _decode_env(r.environment)) for r in conn.execute(query)}
+            return {r.job_id: (r.script, _decode_env(r.environment))
+                    for r in conn.execute(_SCRIPTS_OF, {"ids": job_ids})}
 
     def save_jobs(self, jobs: list[Job]) -> None:
         """Commit the current form of existing jobs in one transaction."""
         if not jobs:
             return
         rows = [self._row(j) for j in jobs]
-        stmt = (jobs_table.update().where(jobs_table.c.job_id == sa.bindparam("b_job_id"))
-                .values({c: sa.bindparam(c) for c in rows[0] if c != "job_id"}))
         for r in rows:
             r["b_job_id"] = r.pop("job_id")
         with self._lock, self.engine.begin() as conn:
-            conn.execute(stmt, rows)
+            conn.execute(_UPDATE_JOB, rows)
 
     def load_jobs(self, active_only: bool = True) -> list[Job]:
         query = sa.select(jobs_table.c.data)

@@ -76,6 +76,41 @@ def test_v1_memory_limit_is_written():
         tracker.close()
 
 
+@pytest.mark.skipif(not os.path.exists(V1_MEMORY), reason="no cgroup v1 memory hierarchy here")
+def test_v1_kills_a_job_that_keeps_forking_through_a_freezer_made_on_demand():
+    """Freezer cgroups are made only when something outlives its job: the forking loop must
+    still end with nothing left, and the freezer cgroup must go with the job's others."""
+    tracker = CgroupV1("testnode-v1")
+    if "freezer" not in tracker.base:
+        pytest.skip("no v1 freezer hierarchy here")
+    key = "job_4"
+    tracker.create(key, Limits(mem_mb=256))
+    freezer = os.path.join(tracker.base["freezer"], key)
+    r, w = os.pipe()
+    proc = subprocess.Popen(["/bin/sh", "-c", "read _; while :; do sleep 300 & done"], stdin=r,
+                            start_new_session=True)
+    os.close(r)
+    try:
+        tracker.add(key, proc.pid, "batch")
+        assert not os.path.exists(freezer)  # not made for a job that has not needed it
+        os.close(w)
+        deadline = time.monotonic() + 5
+        while len(tracker.pids(key)) < 20 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert len(tracker.pids(key)) >= 20
+        tracker.kill_all(key, proc.pid)
+        proc.wait(timeout=5)
+        assert tracker.pids(key) == []
+        assert os.path.isdir(freezer)  # the kill went through it
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        tracker.remove(key)
+    assert not os.path.exists(freezer)
+    assert key not in tracker.existing()
+    tracker.close()
+
+
 @pytest.mark.skipif(_unified_mount() is None, reason="no cgroup2 mount")
 def test_v2_tracks_and_kills_everything_and_cleans_up():
     tracker = CgroupV2("testnode-v2", _unified_mount())
