@@ -93,6 +93,9 @@ def main() -> int:
     total = torch.tensor([float(rank + 1)], device=device)
     dist.all_reduce(total)
     print(f"rank {rank} allreduce={total.item():.1f} steps={step + 1} loss={loss.item():.4f}", flush=True)
+    # no rank tears its process group down while another still talks to it (gloo can abort
+    # a rank at exit otherwise: "terminate called without an active exception")
+    dist.barrier()
     dist.destroy_process_group()
     return 0
 
