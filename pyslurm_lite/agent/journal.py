@@ -24,21 +24,23 @@ class EndingsJournal:
         self.dir = directory
         os.makedirs(directory, mode=0o700, exist_ok=True)
         self._lock = threading.Lock()
-        self._outstanding = 0  # endings in the file not acknowledged yet
+        # the endings in the file not acknowledged yet, by identity (an agent may also report
+        # things it never recorded, which must not count)
+        self._owed: dict[int, dict] = {}
         self._fd = os.open(os.path.join(directory, LOG), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
 
     def record(self, event: dict) -> None:
         line = (json.dumps(event, separators=(",", ":")) + "\n").encode()
         with self._lock:
             os.write(self._fd, line)
-            self._outstanding += 1
+            self._owed[id(event)] = event
 
     def delivered(self, events: list[dict]) -> None:
-        """These endings (recorded or loaded) were acknowledged."""
+        """These events were acknowledged (those recorded or loaded here count)."""
         with self._lock:
-            self._outstanding -= len(events)
-            if self._outstanding <= 0:  # nothing in the file is still owed: start it afresh
-                self._outstanding = 0
+            for event in events:
+                self._owed.pop(id(event), None)
+            if not self._owed:  # nothing in the file is still owed: start it afresh
                 os.ftruncate(self._fd, 0)
 
     def load(self) -> list[dict]:
@@ -53,5 +55,5 @@ class EndingsJournal:
             except ValueError:
                 pass  # a line torn by a power cut: its job is reconciled at registration
         with self._lock:
-            self._outstanding = len(out)
+            self._owed = {id(e): e for e in out}
         return out
