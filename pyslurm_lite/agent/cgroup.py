@@ -3,8 +3,9 @@ the job starts and enforces its CPUs, memory and devices; detected at runtime.
 
     cgroup v2 (unified, e.g. /sys/fs/cgroup):          <base>/pyslurm_lite/<node>/job_<id>/step_<s>
         memory.max, cpuset.cpus, pids, cgroup.kill, memory.events (oom_kill)
-    cgroup v1 (a hierarchy per controller):              <ctl>/<base>/pyslurm_lite/<node>/job_<id>/step_<s>
-        memory.limit_in_bytes, cpuset.cpus, devices.deny, freezer, memory.oom_control (oom_kill)
+    cgroup v1 (a hierarchy per controller):              <ctl>/<base>/pyslurm_lite/<node>/job_<id>[/step_<n>]
+        memory.limit_in_bytes, cpuset.cpus, devices.deny, memory.oom_control (oom_kill); the batch
+        script in job_<id> itself, srun steps in step_<n>; freezer only to kill leftovers
     none: process groups (a setsid'd or double-forked process escapes; the agent says so at start)
 
 <base> is the agent's own cgroup, so jobs stay inside whatever contains the agent (a container,
