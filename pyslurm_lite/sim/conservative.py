@@ -98,12 +98,12 @@ class _Conservative:
         self.first_reservation = [None] * len(trace)  # what each job was promised on arrival
         self.profile = Profile(trace.submit[0] if len(trace) else 0, trace.machine)
         # the waiting jobs in arrival order as [reservation, procs, estimate, job] (the
-        # compression walks them all on every early end); a record's reservation becomes None
-        # when its job starts
+        # compression walks them all on every early end), and each job's record while it waits
         self.waiting: list[list] = []
+        self.record: list = [None] * len(trace)
         self.ends: list = []  # heap of (actual end, job)
-        # wake-ups: the waiting records booked at each time (a moved job stays listed at its
-        # old time and is skipped there), and those times in a heap, each once
+        # wake-ups: the jobs booked at each time (a moved job stays listed at its old time and
+        # is skipped there), and those times in a heap, each once
         self.due_at: dict = {}
         self.due: list = []
         # (procs, estimate) -> [lb, n]: no window of that shape starts before lb, given the
@@ -118,7 +118,7 @@ class _Conservative:
         by hand; each keeps a sentinel at infinity so that none is ever empty)."""
         submit, run, procs, estimate = self.submit, self.run, self.procs, self.estimate
         start, first_reservation = self.start, self.first_reservation
-        waiting, ends, due, due_at = self.waiting, self.ends, self.due, self.due_at
+        waiting, record, ends, due, due_at = self.waiting, self.record, self.ends, self.due, self.due_at
         profile = self.profile
         times, free, add, first_fit = profile.times, profile.free, profile.add, self.first_fit
         inf, n = math.inf, len(submit)
@@ -133,8 +133,9 @@ class _Conservative:
                 now = end
             wake = due[0]
             while wake < now:  # reservations only: pass over times that every job booked
-                for rec in due_at[wake]:  # there has left (most of them: moves leave them behind)
-                    if rec[0] == wake:
+                for j in due_at[wake]:  # there has left (most of them: moves leave them behind)
+                    rec = record[j]
+                    if rec is not None and rec[0] == wake:
                         now = wake
                         break
                 else:
@@ -172,25 +173,25 @@ class _Conservative:
                         start[i] = now
                         heappush(ends, (now + run[i], i))
                     else:
-                        rec = [s, p, d, i]
+                        rec = record[i] = [s, p, d, i]
                         waiting.append(rec)
-                        recs = due_at.get(s)
-                        if recs is None:
-                            due_at[s] = [rec]
+                        jobs = due_at.get(s)
+                        if jobs is None:
+                            due_at[s] = [i]
                             heappush(due, s)
                         else:
-                            recs.append(rec)
+                            jobs.append(i)
                     i += 1
                     arrival = submit[i] if i < n else inf
                     if arrival != now:
                         break
             if due[0] == now:  # reservations reached (a moved job is still listed at its old
                 heappop(due)  # time: skipped there)
-                for rec in due_at.pop(now):
-                    if rec[0] == now:
-                        j = rec[3]
+                for j in due_at.pop(now):
+                    rec = record[j]
+                    if rec is not None and rec[0] == now:
                         del waiting[bisect_left(waiting, j, key=_JOB)]
-                        rec[0] = None
+                        record[j] = None
                         start[j] = now
                         heappush(ends, (now + run[j], j))
         return start
@@ -348,12 +349,12 @@ class _Conservative:
                 add(s, e, p)
                 rises.append(s)
             rec[0] = to
-            recs = due_at.get(to)  # a wake-up at its new time
-            if recs is None:
-                due_at[to] = [rec]
+            jobs = due_at.get(to)  # a wake-up at its new time
+            if jobs is None:
+                due_at[to] = [j]
                 heappush(due, to)
             else:
-                recs.append(rec)
+                jobs.append(j)
             lo = hi = inf
 
 
