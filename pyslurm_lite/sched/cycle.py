@@ -83,6 +83,7 @@ class _Pass:
             for n in resv.nodes:
                 self.resv_by_node.setdefault(n, []).append(resv)
         self._most_free = None
+        self._capable: dict[tuple, set[str]] = {}  # _usable(): nodes that could hold a job like it
 
     # ---- 2. filters ---------------------------------------------------------------------------
     def filter_reason(self, job: JobView) -> Reason | None:
@@ -166,7 +167,12 @@ class _Pass:
         """usable(node, t0, t1): the node is up, could ever hold the job, and no advance
         reservation the job is not in overlaps [t0, t1)."""
         free, by_node = self.free, self.resv_by_node
-        static = {name for name, f in free.items() if f.view.available and capable(f.view, job)}
+        key = (job.cpus_per_node[0], job.mem_per_node[0], job.gpus_per_node, job.gpu_type,
+               job.features)  # all that capable() reads of the job
+        static = self._capable.get(key)
+        if static is None:
+            static = self._capable[key] = {name for name, f in free.items()
+                                           if f.view.available and capable(f.view, job)}
 
         def usable(name: str, t0: float, t1: float) -> bool:
             if name not in static:
@@ -175,6 +181,7 @@ class _Pass:
             return not resvs or all(r.name == job.reservation or r.end_time <= t0 or t1 <= r.start_time
                                     for r in resvs)
         usable.static = static  # the time-independent part, for a quick skip
+        usable.timeless = {name for name in static if not by_node.get(name)}
         return usable
 
     def _could_fit_now(self, job: JobView) -> bool:

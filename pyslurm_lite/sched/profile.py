@@ -84,14 +84,44 @@ class _NodeProfile:
 
     def first_fit(self, job: JobView, index: int, t_from: float, duration: float, usable, also):
         """The earliest t >= t_from at which the job's share fits here over [t, t+duration) and
-        usable(t, t+duration) holds, or None. Candidates are this node's breakpoints and the
-        instants in `also`; a window that fails on an interval skips every candidate inside
-        it (no start there can fit either)."""
+        usable(t, t+duration) holds (usable None: always), or None. Candidates are t_from, this
+        node's breakpoints after it and the instants in `also`; a window that fails on an
+        interval skips every candidate inside it (no start there can fit either)."""
+        if also:
+            return self._first_fit_among(job, index, t_from, duration, usable, also)
+        # the candidates are t_from and the breakpoints after it, in order: walk them by index
+        # (a conservative pass calls this for every node and every reserved job)
+        times, cpus, mem, gpus = self.times, self.cpus, self.mem, self.gpus
+        need_c, need_m, need_g = self._needs(job, index)
+        n = len(times)
+        i = bisect_right(times, t_from) - 1  # the interval holding the candidate
+        t = t_from
+        while True:
+            t1 = t + duration
+            k = i
+            while k < n and times[k] < t1:
+                if cpus[k] < need_c or mem[k] < need_m or len(gpus[k]) < need_g:
+                    break
+                k += 1
+            else:
+                if (usable is None or usable(t, t1)) and (
+                        not (job.gpus_per_node or job.exclusive) or
+                        self.window(t, t1, job, index) is not None):
+                    return t
+                k = i  # fits, but unusable then or not the same GPUs throughout: next candidate
+            i = k + 1
+            if i >= n:
+                return None
+            t = times[i]
+
+    def _first_fit_among(self, job: JobView, index: int, t_from: float, duration: float, usable,
+                         also):
+        """first_fit() when instants other than breakpoints are candidates too."""
         times = self.times
         candidates = sorted({t_from, *(t for t in times if t > t_from), *(t for t in also if t > t_from)})
         skip_to = t_from
         for t in candidates:
-            if t < skip_to or not usable(t, t + duration):
+            if t < skip_to or (usable is not None and not usable(t, t + duration)):
                 continue
             bad = self._first_short(t, t + duration, job, index)
             if bad is None:
@@ -102,12 +132,16 @@ class _NodeProfile:
             skip_to = times[bad + 1] if bad + 1 < len(times) else math.inf
         return None
 
+    def _needs(self, job: JobView, index: int) -> tuple[int, int, int]:
+        """CPUs, memory and GPU count the job's share on this node needs."""
+        v = self.view
+        if job.exclusive:
+            return v.cpus, 0, len(v.gpus)
+        return job.cpus_per_node[index], job.mem_per_node[index], job.gpus_per_node
+
     def _first_short(self, t0: float, t1: float, job: JobView, index: int):
         """Index of the first interval in [t0, t1) short of CPUs, memory or GPU count; None."""
-        v = self.view
-        need_c = v.cpus if job.exclusive else job.cpus_per_node[index]
-        need_m = 0 if job.exclusive else job.mem_per_node[index]
-        need_g = len(v.gpus) if job.exclusive else job.gpus_per_node
+        need_c, need_m, need_g = self._needs(job, index)
         times = self.times
         i = bisect_right(times, t0) - 1
         while i < len(times) and times[i] < t1:
@@ -164,26 +198,30 @@ class Timeline:
         `also`: more instants where usability may change (advance reservations' ends).
 
         Each node's own first fit is found first (profile.first_fit); the job can start no
-        earlier than the num_nodes-th smallest of them, so only those instants are tried."""
+        earlier than the num_nodes-th smallest of them, so only those instants are tried, and
+        at each only on the nodes whose first fit is not later (a node that holds the job at
+        t has its first fit at or before t: the candidate that starts t's interval)."""
         duration = job.time_limit * 60 if job.time_limit > 0 else math.inf
-        firsts = []
+        first = {}  # node -> its first fit, in `order`
         static = getattr(usable, "static", None)
+        timeless = getattr(usable, "timeless", ())  # usable at any time: no call needed
         for name in order:
             if static is not None and name not in static:
                 continue
-            t = self.nodes[name].first_fit(job, 0, self.now, duration,
-                                           lambda t0, t1, n=name: usable(n, t0, t1), also)
+            vet = None if name in timeless else (lambda t0, t1, n=name: usable(n, t0, t1))
+            t = self.nodes[name].first_fit(job, 0, self.now, duration, vet, also)
             if t is not None:
-                firsts.append(t)
-        if len(firsts) < job.num_nodes:
+                first[name] = t
+        if len(first) < job.num_nodes:
             return None, None
-        firsts.sort()
+        firsts = sorted(first.values())
+        after = firsts[job.num_nodes - 1]
         times = sorted({t for t in firsts[job.num_nodes - 1:]}
-                       | {t for name in order for t in self.nodes[name].times if t > firsts[job.num_nodes - 1]}
-                       | {t for t in also if t > firsts[job.num_nodes - 1]}
+                       | {t for name in order for t in self.nodes[name].times if t > after}
+                       | {t for t in also if t > after}
                        if job.num_nodes > 1 else {firsts[0]})
         for t in times:
-            allocations = self.place(job, order, t, usable)
+            allocations = self.place(job, [name for name, f in first.items() if f <= t], t, usable)
             if allocations is not None:
                 return t, allocations
         return None, None
