@@ -164,8 +164,8 @@ def _build(name: str, machine: int, columns) -> Trace:
             min(req_time) > 0 or max(req_time) <= 0):
         # every job replayed as it stands (all of HPC2N, the lublin logs): whole columns at once
         estimate = req_time if req_time[0] > 0 else run
-        trace = Trace(name, machine, ids, submit, list(map(min, run, estimate)), alloc,
-                      list(estimate))
+        killed = [r if r < e else e for r, e in zip(run, estimate)]  # at its estimate
+        trace = Trace(name, machine, ids, submit, killed, alloc, list(estimate))
     else:
         trace = _build_each(name, machine, columns)
     submit = trace.submit
