@@ -83,7 +83,9 @@ class _Pass:
             for n in resv.nodes:
                 self.resv_by_node.setdefault(n, []).append(resv)
         self._most_free = None
-        self._capable: dict[tuple, set[str]] = {}  # _usable(): nodes that could hold a job like it
+        # _usable(), per job shape: the nodes that could hold it, and those of them that no
+        # advance reservation covers
+        self._capable: dict[tuple, tuple[set[str], set[str]]] = {}
 
     # ---- 2. filters ---------------------------------------------------------------------------
     def filter_reason(self, job: JobView) -> Reason | None:
@@ -169,10 +171,11 @@ class _Pass:
         free, by_node = self.free, self.resv_by_node
         key = (job.cpus_per_node[0], job.mem_per_node[0], job.gpus_per_node, job.gpu_type,
                job.features)  # all that capable() reads of the job
-        static = self._capable.get(key)
-        if static is None:
-            static = self._capable[key] = {name for name, f in free.items()
-                                           if f.view.available and capable(f.view, job)}
+        known = self._capable.get(key)
+        if known is None:
+            static = {name for name, f in free.items() if f.view.available and capable(f.view, job)}
+            known = self._capable[key] = (static, {name for name in static if not by_node.get(name)})
+        static, timeless = known
 
         def usable(name: str, t0: float, t1: float) -> bool:
             if name not in static:
@@ -181,7 +184,7 @@ class _Pass:
             return not resvs or all(r.name == job.reservation or r.end_time <= t0 or t1 <= r.start_time
                                     for r in resvs)
         usable.static = static  # the time-independent part, for a quick skip
-        usable.timeless = {name for name in static if not by_node.get(name)}
+        usable.timeless = timeless  # no advance reservation there: usable at any time
         return usable
 
     def _could_fit_now(self, job: JobView) -> bool:

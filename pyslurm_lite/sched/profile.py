@@ -62,8 +62,7 @@ class _NodeProfile:
         """GPU indices free throughout [t0, t1) if the job's share fits there all along, else None."""
         v = self.view
         exclusive = job.exclusive
-        need_c = v.cpus if exclusive else job.cpus_per_node[index]
-        need_m = 0 if exclusive else job.mem_per_node[index]
+        need_c, need_m, _ = self._needs(job, index)
         gpus = None
         i = bisect_right(self.times, t0) - 1
         times = self.times
@@ -85,14 +84,12 @@ class _NodeProfile:
     def first_fit(self, job: JobView, index: int, t_from: float, duration: float, usable, also):
         """The earliest t >= t_from at which the job's share fits here over [t, t+duration) and
         usable(t, t+duration) holds (usable None: always), or None. Candidates are t_from, this
-        node's breakpoints after it and the instants in `also`; a window that fails on an
-        interval skips every candidate inside it (no start there can fit either)."""
-        if also:
-            return self._first_fit_among(job, index, t_from, duration, usable, also)
-        # the candidates are t_from and the breakpoints after it, in order: walk them by index
-        # (a conservative pass calls this for every node and every reserved job)
+        node's breakpoints after it and the instants in `also`, walked in order; a window that
+        fails on an interval skips every candidate inside it (no start there can fit either)."""
         times, cpus, mem, gpus = self.times, self.cpus, self.mem, self.gpus
         need_c, need_m, need_g = self._needs(job, index)
+        extra = sorted(a for a in also if a > t_from) if also else ()  # not breakpoints
+        e = 0
         n = len(times)
         i = bisect_right(times, t_from) - 1  # the interval holding the candidate
         t = t_from
@@ -108,29 +105,17 @@ class _NodeProfile:
                         not (job.gpus_per_node or job.exclusive) or
                         self.window(t, t1, job, index) is not None):
                     return t
-                k = i  # fits, but unusable then or not the same GPUs throughout: next candidate
+                # fits, but unusable then or not the same GPUs throughout: the next candidate
+                while e < len(extra) and extra[e] <= t:
+                    e += 1
+                if e < len(extra) and (i + 1 >= n or extra[e] < times[i + 1]):
+                    t = extra[e]  # inside interval i still
+                    continue
+                k = i
             i = k + 1
             if i >= n:
                 return None
             t = times[i]
-
-    def _first_fit_among(self, job: JobView, index: int, t_from: float, duration: float, usable,
-                         also):
-        """first_fit() when instants other than breakpoints are candidates too."""
-        times = self.times
-        candidates = sorted({t_from, *(t for t in times if t > t_from), *(t for t in also if t > t_from)})
-        skip_to = t_from
-        for t in candidates:
-            if t < skip_to or (usable is not None and not usable(t, t + duration)):
-                continue
-            bad = self._first_short(t, t + duration, job, index)
-            if bad is None:
-                if not (job.gpus_per_node or job.exclusive) or \
-                        self.window(t, t + duration, job, index) is not None:
-                    return t
-                continue  # GPUs: enough each time but not the same ones throughout
-            skip_to = times[bad + 1] if bad + 1 < len(times) else math.inf
-        return None
 
     def _needs(self, job: JobView, index: int) -> tuple[int, int, int]:
         """CPUs, memory and GPU count the job's share on this node needs."""
@@ -138,17 +123,6 @@ class _NodeProfile:
         if job.exclusive:
             return v.cpus, 0, len(v.gpus)
         return job.cpus_per_node[index], job.mem_per_node[index], job.gpus_per_node
-
-    def _first_short(self, t0: float, t1: float, job: JobView, index: int):
-        """Index of the first interval in [t0, t1) short of CPUs, memory or GPU count; None."""
-        need_c, need_m, need_g = self._needs(job, index)
-        times = self.times
-        i = bisect_right(times, t0) - 1
-        while i < len(times) and times[i] < t1:
-            if self.cpus[i] < need_c or self.mem[i] < need_m or len(self.gpus[i]) < need_g:
-                return i
-            i += 1
-        return None
 
 
 class Timeline:
