@@ -91,18 +91,6 @@ class Profile:
         if a and free[a] == free[a - 1]:
             del free[a], times[a]
 
-    def release(self, end, delta: int) -> None:
-        """Free rises by `delta` from now until `end` (a job that ended before its estimate)."""
-        times, free = self.times, self.free
-        b = bisect_left(times, end)
-        if times[b] != end:
-            times.insert(b, end)
-            free.insert(b, free[b - 1])
-        for i in range(b):
-            free[i] += delta
-        if free[b] == free[b - 1]:
-            del free[b], times[b]
-
 
 class _Conservative:
     def __init__(self, trace: Trace):
@@ -131,7 +119,6 @@ class _Conservative:
         waiting, ends = self.waiting, self.ends
         profile = self.profile
         times, free, add, first_fit = profile.times, profile.free, profile.add, self.first_fit
-        release = profile.release
         inf, n = math.inf, len(submit)
         ends.append((inf, -1))
         due = inf  # the earliest reservation of a waiting job
@@ -156,7 +143,7 @@ class _Conservative:
                     j = heappop(ends)[1]
                     until = start[j] + estimate[j]
                     if now < until:
-                        release(until, procs[j])
+                        add(now, until, procs[j])
                         early = True
                 if early:
                     self.known.clear()  # a window of any shape may start from now on
