@@ -71,7 +71,7 @@ class Client:
         link = self._link_()
         if isinstance(link, _H2Link):  # encoded by pbwire: the CLI never imports google.protobuf
             return link.call_dict("SubmitJob", {"spec": spec}, self.timeout)["job_id"]
-        from . import wire
+        from .rpc import wire
         from ._proto import types_pb2
         req = self._pb().SubmitJobRequest(spec=wire.to_msg(spec, types_pb2.JobSpec))
         return self._call("SubmitJob", req).job_id
@@ -89,7 +89,7 @@ class Client:
                 ids += link.call_dict("SubmitJobs", {"specs": specs[i:i + batch]},
                                       self.timeout)["job_ids"]
             return ids
-        from . import wire
+        from .rpc import wire
         for i in range(0, len(specs), batch):
             req = self._pb().SubmitJobsRequest()
             for spec in specs[i:i + batch]:
@@ -108,7 +108,7 @@ class Client:
         reply = self._call("GetJobs", pb.GetJobsRequest(filter=flt))
         if raw:
             return list(reply.jobs), reply.now
-        from . import wire
+        from .rpc import wire
         from .model import Job
         return [wire.from_msg(j, Job) for j in reply.jobs], reply.now
 
@@ -136,7 +136,7 @@ class Client:
         reply = self._call("GetNodes", self._pb().GetNodesRequest(names=list(names)))
         if raw:
             return list(reply.nodes), reply.now
-        from . import wire
+        from .rpc import wire
         from .model import Node
         return [wire.from_msg(n, Node) for n in reply.nodes], reply.now
 
@@ -144,7 +144,7 @@ class Client:
         reply = self._call("GetPartitions", self._pb().GetPartitionsRequest())
         if raw:
             return list(reply.partitions), list(reply.nodes)
-        from . import wire
+        from .rpc import wire
         from .model import Node, Partition
         return ([wire.from_msg(p, Partition) for p in reply.partitions],
                 [wire.from_msg(n, Node) for n in reply.nodes])
@@ -157,7 +157,7 @@ class Client:
 
     # ---- reservations and fair share ----------------------------------------------------------
     def create_reservation(self, resv, node_count: int = 0, partition: str = "") -> str:
-        from . import wire
+        from .rpc import wire
         from ._proto import types_pb2
         req = self._pb().CreateReservationRequest(
             reservation=wire.to_msg(resv, types_pb2.Reservation), node_count=node_count,
@@ -189,14 +189,14 @@ class _GrpcioLink:
 
     def __init__(self, target: str):
         from ._proto import controller_pb2_grpc
-        from .rpcutil import client_channel, identity_metadata
+        from .rpc.grpcutil import client_channel, identity_metadata
         self.target, self.metadata = target, identity_metadata()
         self.stub = controller_pb2_grpc.ControllerStub(client_channel(target))
 
     def call(self, method: str, request, timeout: float):
         import grpc
 
-        from .rpcutil import raise_domain
+        from .rpc.grpcutil import raise_domain
         try:
             return getattr(self.stub, method)(request, timeout=timeout, metadata=self.metadata)
         except grpc.RpcError as e:
@@ -207,8 +207,8 @@ class _H2Link:
     """Calls through h2client: the same requests and metadata, without importing grpcio."""
 
     def __init__(self, target: str):
-        from .h2client import Channel
-        from .rpccommon import identity_metadata
+        from .rpc.h2client import Channel
+        from .rpc.common import identity_metadata
         self.target, self.metadata = target, identity_metadata()
         self.channel = Channel(target)
 
@@ -217,8 +217,8 @@ class _H2Link:
         from google.protobuf.message_factory import GetMessageClass
 
         from ._proto import controller_pb2
-        from .h2client import RpcFailure
-        from .rpccommon import INTERNAL, domain_error
+        from .rpc.h2client import RpcFailure
+        from .rpc.common import INTERNAL, domain_error
         desc = controller_pb2.DESCRIPTOR.services_by_name["Controller"].methods_by_name[method]
         path = f"/{desc.containing_service.full_name}/{desc.name}"
         try:
@@ -235,9 +235,9 @@ class _H2Link:
         """Call a Controller method with pbwire: request (a dict or dataclass of the method's
         request type) encoded and the reply decoded without google.protobuf; the reply as a
         dict (pbwire.decode)."""
-        from . import pbwire
-        from .h2client import RpcFailure
-        from .rpccommon import INTERNAL, domain_error
+        from .rpc import pbwire
+        from .rpc.h2client import RpcFailure
+        from .rpc.common import INTERNAL, domain_error
         path = pbwire.method_path("Controller", method)
         body = pbwire.encode(pbwire.request_type("Controller", method), request)
         try:

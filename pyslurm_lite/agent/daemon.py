@@ -28,7 +28,7 @@ import psutil  # noqa: E402
 
 from .. import __version__, config as config_mod, wire
 from .._proto import agent_pb2_grpc, controller_pb2 as cpb, controller_pb2_grpc, types_pb2
-from ..rpcutil import (SERVER_OPTIONS, AuthInterceptor, bind, client_channel, daemon_metadata,
+from ..rpc.grpcutil import (SERVER_OPTIONS, AuthInterceptor, bind, client_channel, daemon_metadata,
                        load_or_create_key)
 from ..errors import StaleState
 from .cgroup import make_tracker, scope as cgroup_scope

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from .. import wire
+from ..rpc import wire
 from .._proto import agent_pb2 as pb, agent_pb2_grpc, types_pb2
 from ..model import Job
-from ..rpcutil import rpc_method
+from ..rpc.grpcutil import rpc_method
 from .stepmgr import StepManager
 from .taskmgr import TaskManager
 

@@ -19,10 +19,10 @@ import subprocess
 import threading
 from dataclasses import dataclass, field
 
-from .. import wire
+from ..rpc import wire
 from .._proto import agent_pb2
 from ..model import Job
-from ..rpcutil import launch_allowed
+from ..rpc.grpcutil import launch_allowed
 from .env import step_environment, task_environment
 from .iopaths import expand_pattern
 

@@ -243,7 +243,7 @@ def main_args(argv: list[str]) -> int:
     ns = build_parser().parse_args(argv)
     fields = parse_fields(",".join(ns.format) if ns.format else
                           BRIEF_FIELDS if ns.brief else DEFAULT_FIELDS)
-    from .. import wire
+    from ..rpc import wire
     from ..client import Client
     client = Client()
     jobs, now = select_jobs(ns, client)

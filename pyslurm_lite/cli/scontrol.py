@@ -110,7 +110,7 @@ def batch_host(job) -> str:
 
 def job_record(msg, now: float, cfg, detail: bool = False) -> list[str]:
     """One job's lines, in Slurm's order: who and what state, when, where, then files."""
-    from .. import wire
+    from ..rpc import wire
     from ..model import JobSpec
     spec = wire.from_msg(msg.spec, JobSpec)
     return (_job_state_lines(msg, spec, now, detail) + _job_place_lines(msg, spec, cfg, detail)

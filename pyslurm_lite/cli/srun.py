@@ -89,7 +89,7 @@ class StepSession:
         import grpc
 
         from .._proto import agent_pb2, agent_pb2_grpc
-        from ..rpcutil import client_channel
+        from ..rpc.grpcutil import client_channel
         addrs = [f"{n.name}={n.addr}" for n in self.reply.nodes]
         for index, node in enumerate(self.reply.nodes):
             launch = agent_pb2.StepLaunch()

@@ -21,7 +21,7 @@ import grpc
 
 from .. import config as config_mod
 from .._proto import controller_pb2_grpc
-from ..rpcutil import SERVER_OPTIONS, AuthInterceptor, bind as bind_port, load_or_create_key
+from ..rpc.grpcutil import SERVER_OPTIONS, AuthInterceptor, bind as bind_port, load_or_create_key
 from ..errors import ConfigError
 from ..sched import SchedConfig, schedule
 from .dispatch import Dispatcher

@@ -13,9 +13,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import grpc
 
-from .. import wire
+from ..rpc import wire
 from .._proto import agent_pb2, agent_pb2_grpc, types_pb2
-from ..rpcutil import client_channel, daemon_metadata
+from ..rpc.grpcutil import client_channel, daemon_metadata
 from .job_mgr import Effects, Launch, Signal
 from .state import ClusterState
 

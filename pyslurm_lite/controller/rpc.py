@@ -10,10 +10,10 @@ import threading
 
 import grpc
 
-from .. import wire
+from ..rpc import wire
 from .._proto import controller_pb2 as pb, controller_pb2_grpc, types_pb2
 from ..model import GpuDevice, JobSpec, Reservation
-from ..rpcutil import caller_of, rpc_method
+from ..rpc.grpcutil import caller_of, rpc_method
 from .dispatch import Dispatcher
 from .job_mgr import Caller, Ending, JobFilter, JobManager
 from .node_mgr import NodeManager

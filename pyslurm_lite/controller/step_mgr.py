@@ -16,7 +16,7 @@ import signal as _signal
 from ..config import expand
 from ..errors import InvalidRequest, NotFound, PermissionDenied, StaleState, Unsatisfiable
 from ..model import Job, JobState, Reason, Step
-from ..rpcutil import sign_launch
+from ..rpc.grpcutil import sign_launch
 from .job_mgr import Caller, Effects, Signal
 from .state import ClusterState
 

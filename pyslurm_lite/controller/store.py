@@ -16,7 +16,7 @@ import threading
 
 import sqlalchemy as sa
 
-from .. import wire
+from ..rpc import wire
 from .._proto import types_pb2
 from ..errors import ConfigError, StaleState
 from ..model import Job, Reservation

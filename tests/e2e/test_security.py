@@ -15,7 +15,7 @@ from pyslurm_lite import config
 from pyslurm_lite._proto import controller_pb2 as pb, controller_pb2_grpc
 from pyslurm_lite.client import Client
 from pyslurm_lite.model import JobSpec
-from pyslurm_lite.rpcutil import UID_KEY, USER_KEY, daemon_metadata, load_or_create_key
+from pyslurm_lite.rpc.grpcutil import UID_KEY, USER_KEY, daemon_metadata, load_or_create_key
 
 from conftest import wait_final
 
@@ -122,7 +122,7 @@ def test_cluster_key_creation_is_shared(tmp_path):
 def test_agent_refuses_launches_from_another_registration(cluster, tmp_path):
     """A launch decided before the agent (re)registered carries an older epoch: even with the
     cluster key, the agent refuses it (the controller has reconciled without it)."""
-    from pyslurm_lite import wire
+    from pyslurm_lite.rpc import wire
     from pyslurm_lite._proto import agent_pb2, agent_pb2_grpc
     from pyslurm_lite.model import Job, JobState, NodeAllocation
     cfg = config.load(str(cluster.conf))

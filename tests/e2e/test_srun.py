@@ -12,7 +12,8 @@ import time
 import grpc
 import pytest
 
-from pyslurm_lite import config, wire
+from pyslurm_lite import config
+from pyslurm_lite.rpc import wire
 from pyslurm_lite._proto import agent_pb2, agent_pb2_grpc
 from pyslurm_lite.model import Job, NodeAllocation, JobSpec
 

@@ -16,10 +16,10 @@ import pytest
 from pyslurm_lite import errors
 from pyslurm_lite._proto import controller_pb2 as pb, controller_pb2_grpc
 from pyslurm_lite.client import Client
-from pyslurm_lite.h2client import Channel, RpcFailure, percent_decode
-from pyslurm_lite.rpccommon import (DEADLINE_EXCEEDED, INTERNAL, NOT_FOUND, UNAVAILABLE,
+from pyslurm_lite.rpc.h2client import Channel, RpcFailure, percent_decode
+from pyslurm_lite.rpc.common import (DEADLINE_EXCEEDED, INTERNAL, NOT_FOUND, UNAVAILABLE,
                                     identity_metadata)
-from pyslurm_lite.rpcutil import SERVER_OPTIONS, caller_of, rpc_method
+from pyslurm_lite.rpc.grpcutil import SERVER_OPTIONS, caller_of, rpc_method
 
 BIG = 5 * 2**20 + 7  # bytes: a reply over many DATA frames and past the 64 KiB default window
 MESSAGE = "no such job: ü 100%\nsecond line"  # percent-encoded on the wire

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from pyslurm_lite import hpack_lite
-from pyslurm_lite.hpack_lite import Decoder, HpackError
+from pyslurm_lite.rpc import hpack_lite
+from pyslurm_lite.rpc.hpack_lite import Decoder, HpackError
 
 # RFC 7541 C.4: three requests on one connection, Huffman-coded, each adding to the table.
 REQUESTS = [

@@ -17,7 +17,8 @@ from concurrent import futures
 
 import pytest
 
-from pyslurm_lite import model, pbwire, wire
+from pyslurm_lite import model
+from pyslurm_lite.rpc import pbwire, wire
 from pyslurm_lite._proto import agent_pb2, controller_pb2 as pb, controller_pb2_grpc, types_pb2
 from pyslurm_lite._proto.fields import MESSAGES
 from pyslurm_lite.model import GresRequest, JobSpec

@@ -1,6 +1,6 @@
 """The hand-concatenated GetJobs reply is byte-for-byte what protobuf would encode."""
 
-from pyslurm_lite import wire
+from pyslurm_lite.rpc import wire
 from pyslurm_lite._proto import controller_pb2 as pb, types_pb2
 from pyslurm_lite.controller.rpc import _varint
 

@@ -6,7 +6,8 @@ import dataclasses
 
 import pytest
 
-from pyslurm_lite import model, wire
+from pyslurm_lite import model
+from pyslurm_lite.rpc import wire
 from pyslurm_lite._proto import types_pb2
 from pyslurm_lite.model import (GpuDevice, GresRequest, Job, JobSpec, JobState, Node,
                                 NodeAllocation, NodeConfig, NodeState, Partition, Reason)

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import struct
 
-from ._proto.fields import MESSAGES, METHODS, PACKAGE
+from .._proto.fields import MESSAGES, METHODS, PACKAGE
 
 _VARINT, _I64, _LEN, _I32 = 0, 1, 2, 5  # wire types
 _IMPLICIT, _REPEATED, _EXPLICIT = 0, 1, 2  # labels of fields.py

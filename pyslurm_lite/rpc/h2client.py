@@ -26,7 +26,7 @@ import time
 import _socket  # socket.py's C core: socket.py itself costs a CLI ~5 ms at start (its enums)
 
 from . import hpack_lite
-from .rpccommon import (CANCELLED, DEADLINE_EXCEEDED, INTERNAL, PERMISSION_DENIED,
+from .common import (CANCELLED, DEADLINE_EXCEEDED, INTERNAL, PERMISSION_DENIED,
                         RESOURCE_EXHAUSTED, UNAUTHENTICATED, UNAVAILABLE, UNIMPLEMENTED, UNKNOWN)
 
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"

@@ -23,8 +23,8 @@ import time
 
 import grpc
 
-from . import errors
-from .rpccommon import AUTH_KEY, UID_KEY, USER_KEY, domain_error, identity_metadata  # noqa: F401
+from .. import errors
+from .common import AUTH_KEY, UID_KEY, USER_KEY, domain_error, identity_metadata  # noqa: F401
 
 log = logging.getLogger("pyslurm_lite.rpc")
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import pwd
 
-from . import errors
+from .. import errors
 
 UID_KEY = "x-pyslurm-uid"
 USER_KEY = "x-pyslurm-user"
