@@ -71,6 +71,19 @@ class Config:
     preempt_mode: str = "OFF"
     preempt_exempt_time: int = 0  # seconds a job runs before it may be preempted
     scheduler_parameters: dict[str, str] = field(default_factory=dict)  # bf_max_job_test=...
+    # ---- security and limits (Slurm's names and defaults)
+    slurm_user: str = "root"  # SlurmUser: an operator, as root is
+    admin_users: list[str] = field(default_factory=list)  # AdminUsers: ours, see README Security
+    disable_root_jobs: bool = False  # DisableRootJobs=YES: root may not submit jobs
+    private_data: list[str] = field(default_factory=list)  # PrivateData=jobs,...
+    max_array_size: int = 1001  # MaxArraySize: array indices lie in [0, MaxArraySize)
+    max_job_count: int = 10000  # MaxJobCount: jobs the controller holds at once
+    auth_socket: str = "/run/pyslurm-lite/sack.socket"  # AuthInfo=socket=PATH
+    cred_expire: int = 120  # AuthInfo=cred_expire=SECONDS: launch credentials' lifetime
+    token_ttl: int = 60  # AuthInfo=ttl=SECONDS: user tokens' lifetime (at most 60)
+    tls_ca: str = ""  # TLSParameters=ca_cert_file=...: the CA that signed the daemons' certificates
+    tls_cert: str = ""  # TLSParameters=cert_file=...: this cluster's daemon certificate
+    tls_key: str = ""  # TLSParameters=cert_key_file=...
     extra: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -209,7 +222,13 @@ _SIMPLE_KEYS = {
     "firstjobid": ("first_job_id", int),
     "taskplugin": ("task_plugin", str),
     "proctracktype": ("proctrack_type", str),
+    "slurmuser": ("slurm_user", str),
+    "maxarraysize": ("max_array_size", int),
+    "maxjobcount": ("max_job_count", int),
 }
+
+AUTH_INFO_KEYS = {"socket": "auth_socket", "cred_expire": "cred_expire", "ttl": "token_ttl"}
+TLS_KEYS = {"ca_cert_file": "tls_ca", "cert_file": "tls_cert", "cert_key_file": "tls_key"}
 
 
 def parse(text: str, path: str = "slurm.conf") -> Config:
@@ -264,6 +283,17 @@ def _simple_key(cfg: Config, key: str, value: str, where: str) -> None:
         for item in filter(None, value.split(",")):
             k, _, v = item.partition("=")
             cfg.scheduler_parameters[k.strip().lower()] = v.strip()
+    elif key in ("adminusers", "privatedata"):
+        names = [n.strip() for n in value.split(",") if n.strip()]
+        if key == "privatedata":
+            names = [n.lower() for n in names]
+        setattr(cfg, "admin_users" if key == "adminusers" else "private_data", names)
+    elif key == "disablerootjobs":
+        cfg.disable_root_jobs = _yes_no(value, "DisableRootJobs", where)
+    elif key == "authinfo":
+        _options(cfg, value, AUTH_INFO_KEYS, "AuthInfo", where)
+    elif key == "tlsparameters":
+        _options(cfg, value, TLS_KEYS, "TLSParameters", where)
     elif key == "grestypes":
         cfg.gres_types = [t for t in value.split(",") if t]
     elif key in _SIMPLE_KEYS:
@@ -280,6 +310,28 @@ def _simple_key(cfg: Config, key: str, value: str, where: str) -> None:
     else:
         # Other Slurm keys are kept so a real slurm.conf loads; later issues read them from here.
         cfg.extra[key] = value
+
+
+def _yes_no(value: str, key: str, where: str) -> bool:
+    v = value.strip().lower()
+    if v not in ("yes", "no", "1", "0"):
+        raise ConfigError(f"{where}: {key}={value}: expected YES or NO")
+    return v in ("yes", "1")
+
+
+def _options(cfg: Config, value: str, known: dict[str, str], key: str, where: str) -> None:
+    """Key=opt=value,opt=value (AuthInfo, TLSParameters): each option to its Config field."""
+    for item in filter(None, value.split(",")):
+        opt, eq, v = item.partition("=")
+        opt = opt.strip().lower()
+        if opt not in known or not eq:
+            raise ConfigError(f"{where}: unknown {key} option '{item}'; valid: "
+                              f"{', '.join(o + '=' for o in known)}")
+        attr = known[opt]
+        if isinstance(getattr(cfg, attr), int):
+            setattr(cfg, attr, _int(v, f"{key} {opt}", where, 1))
+        else:
+            setattr(cfg, attr, v.strip())
 
 
 def _node_line(cfg: Config, pairs, where: str) -> None:
@@ -382,7 +434,7 @@ def _qos_line(cfg: Config, pairs, where: str) -> None:
     `sacctmgr add qos` would hold in Slurm's database."""
     name = pairs[0][1]
     opts = dict(pairs[1:])
-    unknown = set(opts) - {"priority", "maxwall", "maxjobsperuser", "maxtresperuser", "preempt",
+    unknown = set(opts) - {"priority", "maxwall", "maxjobsperuser", "maxsubmitjobsperuser", "maxtresperuser", "preempt",
                            "preemptmode", "gracetime", "preemptexempttime"}
     if unknown:
         raise ConfigError(f"{where}: unknown QOS option(s) {', '.join(sorted(unknown))}")
@@ -393,6 +445,8 @@ def _qos_line(cfg: Config, pairs, where: str) -> None:
         except Exception:
             raise ConfigError(f"{where}: bad MaxWall={opts['maxwall']}") from None
     qos.max_jobs_per_user = _limit(opts.get("maxjobsperuser", "UNLIMITED"), "MaxJobsPerUser", where)
+    qos.max_submit_jobs_per_user = _limit(opts.get("maxsubmitjobsperuser", "UNLIMITED"),
+                                          "MaxSubmitJobsPerUser", where)
     for tres in filter(None, opts.get("maxtresperuser", "").split(",")):
         kind, _, count = tres.rpartition("=")
         if kind not in ("gres/gpu", "gpu"):
@@ -421,6 +475,10 @@ def _validate(cfg: Config) -> None:
         unknown = [q for q in qos.preempt if q not in cfg.qos]
         if unknown:
             raise ConfigError(f"{cfg.path}: QOS {qos.name} may preempt unknown QOS {', '.join(unknown)}")
+    if cfg.token_ttl > 60:
+        raise ConfigError(f"{cfg.path}: AuthInfo=ttl={cfg.token_ttl}: a user token lives at most 60 s")
+    if cfg.max_array_size < 1:
+        raise ConfigError(f"{cfg.path}: MaxArraySize={cfg.max_array_size} must be at least 1")
     if cfg.nodes and not cfg.partitions:
         raise ConfigError(f"{cfg.path}: no PartitionName line: jobs would have nowhere to run")
 

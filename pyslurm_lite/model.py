@@ -350,6 +350,7 @@ class Qos:
     priority: int = 0
     max_wall: int = UNLIMITED  # minutes
     max_jobs_per_user: int = UNLIMITED
+    max_submit_jobs_per_user: int = UNLIMITED  # pending and running jobs a user may hold
     max_gpus_per_user: int = UNLIMITED  # MaxTRESPerUser=gres/gpu=N
     preempt: list[str] = field(default_factory=list)  # QOS names its jobs may preempt
     preempt_mode: str = ""  # "" = the cluster's PreemptMode

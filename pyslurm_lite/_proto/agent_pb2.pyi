@@ -101,16 +101,18 @@ class AgentPingReply(_message.Message):
     def __init__(self, node: _Optional[str] = ..., running: _Optional[_Iterable[_Union[_types_pb2.RunningJob, _Mapping]]] = ...) -> None: ...
 
 class LaunchJobsRequest(_message.Message):
-    __slots__ = ("jobs", "instance", "node_addrs", "epoch")
+    __slots__ = ("jobs", "instance", "node_addrs", "epoch", "credentials")
     JOBS_FIELD_NUMBER: _ClassVar[int]
     INSTANCE_FIELD_NUMBER: _ClassVar[int]
     NODE_ADDRS_FIELD_NUMBER: _ClassVar[int]
     EPOCH_FIELD_NUMBER: _ClassVar[int]
+    CREDENTIALS_FIELD_NUMBER: _ClassVar[int]
     jobs: _containers.RepeatedCompositeFieldContainer[_types_pb2.Job]
     instance: str
     node_addrs: _containers.RepeatedScalarFieldContainer[str]
     epoch: str
-    def __init__(self, jobs: _Optional[_Iterable[_Union[_types_pb2.Job, _Mapping]]] = ..., instance: _Optional[str] = ..., node_addrs: _Optional[_Iterable[str]] = ..., epoch: _Optional[str] = ...) -> None: ...
+    credentials: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, jobs: _Optional[_Iterable[_Union[_types_pb2.Job, _Mapping]]] = ..., instance: _Optional[str] = ..., node_addrs: _Optional[_Iterable[str]] = ..., epoch: _Optional[str] = ..., credentials: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class LaunchJobsReply(_message.Message):
     __slots__ = ("accepted",)
@@ -119,20 +121,22 @@ class LaunchJobsReply(_message.Message):
     def __init__(self, accepted: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class SignalJobsRequest(_message.Message):
-    __slots__ = ("job_ids", "signal", "batch_only", "terminate", "reason", "steps_only")
+    __slots__ = ("job_ids", "signal", "batch_only", "terminate", "reason", "steps_only", "restart_counts")
     JOB_IDS_FIELD_NUMBER: _ClassVar[int]
     SIGNAL_FIELD_NUMBER: _ClassVar[int]
     BATCH_ONLY_FIELD_NUMBER: _ClassVar[int]
     TERMINATE_FIELD_NUMBER: _ClassVar[int]
     REASON_FIELD_NUMBER: _ClassVar[int]
     STEPS_ONLY_FIELD_NUMBER: _ClassVar[int]
+    RESTART_COUNTS_FIELD_NUMBER: _ClassVar[int]
     job_ids: _containers.RepeatedScalarFieldContainer[int]
     signal: int
     batch_only: bool
     terminate: bool
     reason: str
     steps_only: bool
-    def __init__(self, job_ids: _Optional[_Iterable[int]] = ..., signal: _Optional[int] = ..., batch_only: _Optional[bool] = ..., terminate: _Optional[bool] = ..., reason: _Optional[str] = ..., steps_only: _Optional[bool] = ...) -> None: ...
+    restart_counts: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, job_ids: _Optional[_Iterable[int]] = ..., signal: _Optional[int] = ..., batch_only: _Optional[bool] = ..., terminate: _Optional[bool] = ..., reason: _Optional[str] = ..., steps_only: _Optional[bool] = ..., restart_counts: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class SignalJobsReply(_message.Message):
     __slots__ = ("job_ids",)

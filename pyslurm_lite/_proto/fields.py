@@ -251,6 +251,7 @@ MESSAGES = {
         ('instance', 2, 'string', 0, None),
         ('node_addrs', 3, 'string', 1, None),
         ('epoch', 4, 'string', 0, None),
+        ('credentials', 5, 'string', 1, None),
     ),
     'Node': (
         ('config', 1, 'message', 0, 'NodeConfig'),
@@ -379,6 +380,7 @@ MESSAGES = {
         ('terminate', 4, 'bool', 0, None),
         ('reason', 5, 'string', 0, None),
         ('steps_only', 6, 'bool', 0, None),
+        ('restart_counts', 7, 'int32', 1, None),
     ),
     'Step': (
         ('step_id', 1, 'int32', 0, None),

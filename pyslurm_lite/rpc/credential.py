@@ -1,0 +1,164 @@
+"""Launch credentials: the controller's signed word of everything an agent acts on when it
+starts a batch script or a step's tasks (Slurm's job credential, cred_expire).
+
+    c1.<claims, base64url JSON>.<node>=<mac>,<node>=<mac>...
+
+The claims name the job, step (an int, or "batch") and restart count, the identity the processes
+get (uid, gid, supplementary groups, user name), the nodes, each node's allocation (CPUs, memory
+in MiB, GPU indices), when it was issued and until when it holds. Each node gets its own MAC,
+made with that node's key (keys.py), so one node cannot forge a credential for another. An agent
+checks its MAC and the expiry, takes identity and limits from the claims alone, launches a
+credential at most once (Replays) and never for a job it knows has ended (Revocations).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import secrets
+import threading
+import time
+from dataclasses import dataclass, field
+
+from ..errors import PermissionDenied
+
+BATCH = "batch"
+
+
+class CredentialError(PermissionDenied):
+    """The credential does not allow this launch (message says why)."""
+
+
+@dataclass
+class NodeShare:
+    cpus: int = 0
+    mem: int = 0  # MiB
+    gpus: list[int] = field(default_factory=list)
+
+
+@dataclass
+class Claims:
+    job_id: int
+    step: int | str  # a step id, or BATCH
+    restart_count: int
+    uid: int
+    gid: int
+    groups: list[int]
+    user: str
+    nodes: list[str]
+    alloc: dict[str, NodeShare]
+    issued: float = 0.0
+    expiry: float = 0.0
+    nonce: str = ""
+
+    @property
+    def key(self) -> tuple:
+        """What a replay is: the same launch of the same run."""
+        return (self.job_id, self.step, self.restart_count, self.nonce)
+
+
+def _b64(raw: bytes) -> str:
+    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
+
+
+def _unb64(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+def _mac(key: bytes, body: str, node: str) -> str:
+    return hmac.new(key, f"{node}\0{body}".encode(), hashlib.sha256).hexdigest()
+
+
+def sign(key_for_node, claims: Claims, lifetime: float, now: float | None = None) -> str:
+    """The credential for claims, good for `lifetime` seconds; key_for_node(name) -> bytes."""
+    now = time.time() if now is None else now
+    claims.issued, claims.expiry = now, now + lifetime
+    claims.nonce = claims.nonce or secrets.token_hex(8)
+    body = _b64(json.dumps({
+        "job": claims.job_id, "step": claims.step, "restart": claims.restart_count,
+        "uid": claims.uid, "gid": claims.gid, "groups": claims.groups, "user": claims.user,
+        "nodes": claims.nodes, "issued": claims.issued, "expiry": claims.expiry, "nonce": claims.nonce,
+        "alloc": {n: [s.cpus, s.mem, s.gpus] for n, s in claims.alloc.items()},
+    }, separators=(",", ":"), sort_keys=True).encode())
+    macs = ",".join(f"{n}={_mac(key_for_node(n), body, n)}" for n in claims.nodes)
+    return f"c1.{body}.{macs}"
+
+
+def verify(credential: str, key: bytes, node: str, now: float | None = None) -> Claims:
+    """The claims of a credential, checked for this node (its MAC, made with `key`) and time;
+    CredentialError otherwise."""
+    try:
+        version, body, macs = credential.split(".", 2)
+        mine = dict(m.split("=", 1) for m in macs.split(",")).get(node, "")
+    except ValueError:
+        raise CredentialError("malformed launch credential") from None
+    if version != "c1" or not mine or not hmac.compare_digest(mine, _mac(key, body, node)):
+        raise CredentialError(f"invalid launch credential for {node}")
+    try:
+        c = json.loads(_unb64(body))
+        claims = Claims(
+            job_id=int(c["job"]), step=c["step"], restart_count=int(c["restart"]), uid=int(c["uid"]),
+            gid=int(c["gid"]), groups=[int(g) for g in c["groups"]], user=str(c["user"]),
+            nodes=[str(n) for n in c["nodes"]], issued=float(c["issued"]), expiry=float(c["expiry"]),
+            nonce=str(c["nonce"]),
+            alloc={n: NodeShare(int(a[0]), int(a[1]), [int(g) for g in a[2]]) for n, a in c["alloc"].items()})
+    except (ValueError, KeyError, TypeError, IndexError):
+        raise CredentialError("malformed launch credential claims") from None
+    now = time.time() if now is None else now
+    if now > claims.expiry:
+        raise CredentialError(f"expired launch credential (job {claims.job_id}, "
+                              f"{now - claims.expiry:.0f} s ago)")
+    if node not in claims.nodes or node not in claims.alloc:
+        raise CredentialError(f"the launch credential does not cover {node}")
+    return claims
+
+
+class Replays:
+    """Credentials already launched here, remembered until they expire: a captured credential
+    cannot start the same step again."""
+
+    def __init__(self):
+        self._seen: dict[tuple, float] = {}
+        self._lock = threading.Lock()
+
+    def admit(self, claims: Claims, now: float | None = None) -> None:
+        now = time.time() if now is None else now
+        with self._lock:
+            if len(self._seen) > 1024:
+                self._seen = {k: e for k, e in self._seen.items() if e >= now}
+            if claims.key in self._seen:
+                raise CredentialError(f"launch credential already used (job {claims.job_id}, "
+                                      f"step {claims.step})")
+            self._seen[claims.key] = claims.expiry
+
+    def seen(self, claims: Claims) -> bool:
+        with self._lock:
+            return claims.key in self._seen
+
+
+class Revocations:
+    """Jobs that ended on this node (by run): no credential may launch anything for them again,
+    however long it still holds. Remembered longer than any credential lives."""
+
+    KEEP = 3600.0  # seconds; far beyond cred_expire
+
+    def __init__(self):
+        self._ended: dict[int, tuple[int, float]] = {}  # job id -> (restart count, when)
+        self._lock = threading.Lock()
+
+    def revoke(self, job_id: int, restart_count: int, now: float | None = None) -> None:
+        now = time.time() if now is None else now
+        with self._lock:
+            known = self._ended.get(job_id)
+            if known is None or known[0] <= restart_count:
+                self._ended[job_id] = (restart_count, now)
+            if len(self._ended) > 4096:
+                self._ended = {j: v for j, v in self._ended.items() if now - v[1] < self.KEEP}
+
+    def check(self, claims: Claims) -> None:
+        with self._lock:
+            known = self._ended.get(claims.job_id)
+        if known is not None and claims.restart_count <= known[0]:
+            raise CredentialError(f"job {claims.job_id} has ended here: its credentials are revoked")
