@@ -61,7 +61,7 @@ class Client:
     # ---- jobs ---------------------------------------------------------------------------------
     def _link_(self):
         if self._link is None:
-            self._link = _TRANSPORTS[self.transport](self.cfg.controller_target)
+            self._link = _TRANSPORTS[self.transport](self.cfg.controller_target, self.cfg.auth_socket)
         return self._link
 
     def submit(self, spec: JobSpec) -> int:
@@ -187,18 +187,20 @@ def _unreachable(target: str) -> str:
 class _GrpcioLink:
     """Calls through grpcio's generated stub."""
 
-    def __init__(self, target: str):
+    def __init__(self, target: str, auth_socket: str):
         from ._proto import controller_pb2_grpc
-        from .rpc.grpcutil import client_channel, identity_metadata
-        self.target, self.metadata = target, identity_metadata()
+        from .rpc.grpcutil import client_channel
+        self.target, self.auth_socket = target, auth_socket
         self.stub = controller_pb2_grpc.ControllerStub(client_channel(target))
 
     def call(self, method: str, request, timeout: float):
         import grpc
 
+        from .rpc.common import user_metadata
         from .rpc.grpcutil import raise_domain
         try:
-            return getattr(self.stub, method)(request, timeout=timeout, metadata=self.metadata)
+            return getattr(self.stub, method)(request, timeout=timeout,
+                                              metadata=user_metadata(self.auth_socket))
         except grpc.RpcError as e:
             raise_domain(e, _unreachable(self.target))
 
@@ -206,10 +208,9 @@ class _GrpcioLink:
 class _H2Link:
     """Calls through h2client: the same requests and metadata, without importing grpcio."""
 
-    def __init__(self, target: str):
+    def __init__(self, target: str, auth_socket: str):
         from .rpc.h2client import Channel
-        from .rpc.common import identity_metadata
-        self.target, self.metadata = target, identity_metadata()
+        self.target, self.auth_socket = target, auth_socket
         self.channel = Channel(target)
 
     def call(self, method: str, request, timeout: float):
@@ -218,11 +219,12 @@ class _H2Link:
 
         from ._proto import controller_pb2
         from .rpc.h2client import RpcFailure
-        from .rpc.common import INTERNAL, domain_error
+        from .rpc.common import INTERNAL, domain_error, user_metadata
         desc = controller_pb2.DESCRIPTOR.services_by_name["Controller"].methods_by_name[method]
         path = f"/{desc.containing_service.full_name}/{desc.name}"
         try:
-            raw = self.channel.unary(path, request.SerializeToString(), self.metadata, timeout)
+            raw = self.channel.unary(path, request.SerializeToString(),
+                                     user_metadata(self.auth_socket), timeout)
             reply = GetMessageClass(desc.output_type)()
             reply.ParseFromString(raw)
         except RpcFailure as e:
@@ -237,11 +239,11 @@ class _H2Link:
         dict (pbwire.decode)."""
         from .rpc import pbwire
         from .rpc.h2client import RpcFailure
-        from .rpc.common import INTERNAL, domain_error
+        from .rpc.common import INTERNAL, domain_error, user_metadata
         path = pbwire.method_path("Controller", method)
         body = pbwire.encode(pbwire.request_type("Controller", method), request)
         try:
-            raw = self.channel.unary(path, body, self.metadata, timeout)
+            raw = self.channel.unary(path, body, user_metadata(self.auth_socket), timeout)
         except RpcFailure as e:
             raise domain_error(e.code, e.message, _unreachable(self.target)) from None
         try:

@@ -52,3 +52,10 @@ class StaleState(SlurmError):
     """A state transition that no longer applies (the job already ended, say)."""
 
     kind = "conflict"
+
+
+class Unauthenticated(SlurmError):
+    """A call whose caller could not be proved (no token, a bad or expired one); the message
+    says what to do."""
+
+    kind = "unauthenticated"

@@ -26,11 +26,13 @@ os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
 import grpc  # noqa: E402  (after the fork-support switch above)
 import psutil  # noqa: E402
 
-from .. import __version__, config as config_mod, wire
+from .. import __version__, config as config_mod
+from ..rpc import wire
 from .._proto import agent_pb2_grpc, controller_pb2 as cpb, controller_pb2_grpc, types_pb2
-from ..rpc.grpcutil import (SERVER_OPTIONS, AuthInterceptor, bind, client_channel, daemon_metadata,
-                       load_or_create_key)
-from ..errors import StaleState
+from ..errors import ConfigError, StaleState
+from ..rpc import authn, keys, tokens
+from ..rpc.authsock import AuthSocketServer
+from ..rpc.grpcutil import SERVER_OPTIONS, bind, client_channel, daemon_metadata
 from .cgroup import make_tracker, scope as cgroup_scope
 from .gpu import discover
 from .journal import EndingsJournal
@@ -40,7 +42,8 @@ from .taskmgr import TaskManager
 
 log = logging.getLogger("pyslurm_lite.agent")
 
-CONTROLLER_METHODS = {"LaunchJobs", "SignalJobs"}  # only the controller may call these
+CONTROLLER_METHODS = {"LaunchJobs", "SignalJobs", "Ping"}  # only the controller may call these
+# LaunchStep is srun's: its launch carries a controller-signed credential, checked inside
 RETRY_DELAY = 0.5  # seconds between attempts to reach an absent controller
 RPC_TIMEOUT = 10.0
 # Reports of endings are at least this far apart: a lone ending goes at once, a stream of them
@@ -88,7 +91,11 @@ class Agent:
         self.pending = self.journal.load()  # what a previous agent here could not deliver
         self._reported_at = 0.0  # time.monotonic() of the last report
         self.steps = StepManager(cfg, node, self.spool, self._report, self.gpus, self.tracker)
-        self.key = load_or_create_key(cfg.key_path)
+        keyring = keys.load_or_create(cfg.key_path)
+        if not keyring.can_sign_for(f"node:{node}"):
+            raise ConfigError(f"{cfg.key_path} holds the key of {keyring.scope}, not of node:{node}")
+        self.scope = f"node:{node}"
+        self.key = keyring.key_for(self.scope)  # this node's key: all this agent ever signs with
         self.steps.tasks = self.tasks = TaskManager(self.steps, node, self.key)
         self.instance = ""
         self.epoch = ""  # this agent's registration, as the controller named it
@@ -100,6 +107,9 @@ class Agent:
                                   dict(os.environ, SLURM_CONF=cfg.path, SLURMD_NODENAME=node))
 
     # ---- the link -----------------------------------------------------------------------------
+    def _md(self, method: str) -> tuple:
+        return daemon_metadata(self.key, self.scope, method)
+
     def _report(self, event: dict) -> None:
         self.journal.record(event)  # durable before it is queued: an agent crash keeps it
         self.events.put(event)
@@ -146,7 +156,7 @@ class Agent:
             gpus=[wire.to_msg(g, types_pb2.GpuDevice) for g in self.gpus],
             running=running, events=self._event_msgs(), boot_time=self.boot_time,
             version=__version__)
-        reply = self.stub.RegisterNode(req, timeout=RPC_TIMEOUT, metadata=daemon_metadata(self.key))
+        reply = self.stub.RegisterNode(req, timeout=RPC_TIMEOUT, metadata=self._md("RegisterNode"))
         self._acknowledged()
         self.instance, self.epoch = reply.instance, reply.epoch
         if reply.kill_job_ids:
@@ -159,7 +169,7 @@ class Agent:
             return
         self._reported_at = time.monotonic()
         req = cpb.ReportJobEventsRequest(node=self.node, instance=self.instance, events=self._event_msgs())
-        reply = self.stub.ReportJobEvents(req, timeout=RPC_TIMEOUT, metadata=daemon_metadata(self.key))
+        reply = self.stub.ReportJobEvents(req, timeout=RPC_TIMEOUT, metadata=self._md("ReportJobEvents"))
         if reply.reregister:
             self.instance = ""
         else:
@@ -175,7 +185,7 @@ class Agent:
             node=self.node, instance=self.instance, running=running, health_error=self.health.error,
             free_memory=psutil.virtual_memory().available // (1024 * 1024),
             cpu_load=os.getloadavg()[0])
-        if self.stub.NodeHeartbeat(req, timeout=RPC_TIMEOUT, metadata=daemon_metadata(self.key)).reregister:
+        if self.stub.NodeHeartbeat(req, timeout=RPC_TIMEOUT, metadata=self._md("NodeHeartbeat")).reregister:
             self.instance = ""
 
     def link_loop(self) -> None:
@@ -210,13 +220,15 @@ class Agent:
             self.pending.append({"job_id": job_id, "kind": "lost", "time": time.time()})
         # each srun connection holds a thread for the step's life: room for many steps at once
         self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=64), options=SERVER_OPTIONS,
-                                  interceptors=[AuthInterceptor(self.key, CONTROLLER_METHODS)])
+                                  interceptors=[self.authenticator()])
         agent_pb2_grpc.add_AgentServicer_to_server(AgentServicer(self.node, self.steps, self.tasks, self.admit),
                                                    self.server)
         node_cfg = self.cfg.nodes[self.node]
         port = node_cfg.port or self.cfg.slurmd_port
         bound = bind(self.server, f"{node_cfg.addr}:{port}")
         self.server.start()
+        self.authsock = self.auth_socket()
+        self.authsock.start()
         threading.Thread(target=self.link_loop, daemon=True, name="link").start()
         threading.Thread(target=self.health.run_forever, args=(self.stop,), daemon=True,
                          name="health").start()
@@ -228,9 +240,36 @@ class Agent:
                         "group, so a process that calls setsid escapes, and --mem is not enforced")
         return bound
 
+    def authenticator(self) -> authn.Authenticator:
+        """The controller's daemon token (made with this node's key) for its methods; srun's
+        LaunchStep is open here, its credential is checked by the TaskManager."""
+        replays = tokens.Replays()
+
+        def check_daemon(token: str, method: str) -> str:
+            tokens.verify_daemon_token(token, self.key, tokens.CONTROLLER, method, replays)
+            return tokens.CONTROLLER
+
+        def no_users(token: str):
+            raise tokens.AuthError("agents take no user calls")
+
+        rules = {m: authn.DAEMON for m in CONTROLLER_METHODS} | {"LaunchStep": authn.OPEN}
+        return authn.Authenticator(rules, no_users, check_daemon)
+
+    def auth_socket(self) -> AuthSocketServer:
+        """This host's sack socket: local users get their tokens for the controller here."""
+        host = os.uname().nodename
+
+        def issue(uid: int, gid: int, audience: str) -> str:
+            return tokens.make_user_token(self.key, self.scope, self.cfg.cluster_name, audience,
+                                          uid, gid, host, self.cfg.token_ttl)
+
+        path = os.path.join(os.path.dirname(self.cfg.auth_socket), f"slurmd-{self.node}.socket")
+        return AuthSocketServer(path, issue, frozenset({tokens.CONTROLLER}))
+
     def shutdown(self) -> None:
         self.stop.set()
         self.server.stop(grace=1).wait()
+        self.authsock.close()
         if not self.tracker.existing():  # jobs outlive a stopping agent; an empty scope does not
             self.tracker.close()
 

@@ -53,6 +53,34 @@ def agent(node, conf, pid_file, verbose):
     run(node, conf, pid_file)
 
 
+@main.command()
+@click.option("--conf", default=None)
+@click.option("--host", "host", default=None, help="this host's name in its key (default: hostname)")
+@click.option("--pid-file", default=None)
+@click.option("-v", "--verbose", is_flag=True)
+def authd(conf, host, pid_file, verbose):
+    """Serve user tokens on this host's auth socket (Slurm's sackd), for a login host without
+    an agent. Needs the cluster key or this host's key (`pyslurm-lite keygen --scope host:NAME`)."""
+    _logging(verbose)
+    from ..rpc.authd import main as run
+    run(conf, host, pid_file)
+
+
+@main.command()
+@click.option("--conf", default=None)
+@click.option("--scope", required=True, help="node:NAME for an agent, host:NAME for authd")
+def keygen(conf, scope):
+    """Print the key file for one node or login host, derived from the cluster key (run where
+    the cluster key is; install the output as that host's AuthKeyFile, mode 0600)."""
+    from .. import config as config_mod
+    from ..rpc import keys
+    cfg = config_mod.load(conf)
+    ring = keys.load(cfg.key_path)
+    if not ring.is_cluster:
+        raise SlurmError(f"{cfg.key_path} is not the cluster key ({ring.scope})")
+    click.echo(keys.scoped_key_text(ring, scope), nl=False)
+
+
 @main.group()
 def cluster():
     """A local cluster of one controller and N agents on this machine."""

@@ -38,6 +38,8 @@ def write_config(directory: str, nodes: int, cpus: int, mem: int, gpus: int) -> 
         "SlurmctldHost=localhost(127.0.0.1)",
         f"SlurmctldPort={_free_port()}",
         f"StateSaveLocation={os.path.join(directory, 'state')}",
+        # where commands get their user token (each daemon serves its own socket beside it)
+        f"AuthInfo=socket={os.path.join(directory, 'run', 'sack.socket')}",
         f"DefMemPerCPU={max(mem // max(cpus, 1), 1)}",
         "HeartbeatInterval=1",
         "SlurmdTimeout=30",

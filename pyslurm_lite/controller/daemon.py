@@ -21,8 +21,10 @@ import grpc
 
 from .. import config as config_mod
 from .._proto import controller_pb2_grpc
-from ..rpc.grpcutil import SERVER_OPTIONS, AuthInterceptor, bind as bind_port, load_or_create_key
 from ..errors import ConfigError
+from ..rpc import authn, keys, tokens
+from ..rpc.authsock import AuthSocketServer
+from ..rpc.grpcutil import SERVER_OPTIONS, bind as bind_port
 from ..sched import SchedConfig, schedule
 from .dispatch import Dispatcher
 from .job_mgr import JobManager
@@ -35,7 +37,8 @@ from .store import Store
 
 log = logging.getLogger("pyslurm_lite.controller")
 
-AGENT_METHODS = {"RegisterNode", "NodeHeartbeat", "ReportJobEvents"}  # need the cluster key
+AGENT_METHODS = {"RegisterNode", "NodeHeartbeat", "ReportJobEvents"}  # a node's daemon token
+PRIVATE_DATA_DONE = {"jobs"}  # PrivateData= values implemented
 SCHED_PERIOD = 1.0  # seconds between full passes (begin times, reasons, backfill deep in the queue)
 MIN_SCHED_INTERVAL = 0.01  # seconds between passes at least: at most 100 passes a second
 EVENT_QUIET = 0.02  # seconds without a change before an event pass runs
@@ -52,7 +55,7 @@ class Controller:
         self.jobs = JobManager(self.state)
         self.nodes = NodeManager(self.state, self.jobs)
         self.dispatch = Dispatcher(self.state)
-        self.steps = StepManager(self.state, key_of=lambda: self.dispatch.key)
+        self.steps = StepManager(self.state)
         self.reservations = ReservationManager(self.state)
         self.stop = threading.Event()
         self.server = None
@@ -137,18 +140,63 @@ class Controller:
             except Exception:
                 log.exception("monitor pass failed")
 
+    def authenticator(self, keyring: keys.KeyRing) -> authn.Authenticator:
+        """User tokens for every user command, a node's daemon token for the agents' reports."""
+        cfg, replays = self.cfg, tokens.Replays()
+
+        def check_user(token: str) -> tokens.UserIdentity:
+            if not token:
+                raise tokens.AuthError("no authentication token in the call: is this client "
+                                       "older than the controller?")
+            return tokens.verify_user_token(token, keyring.key_for, cfg.cluster_name,
+                                            tokens.CONTROLLER, replays)
+
+        def check_daemon(token: str, method: str) -> str:
+            sender = tokens.daemon_sender(token)
+            if not sender.startswith("node:") or sender[5:] not in cfg.nodes:
+                raise tokens.AuthError("missing or malformed daemon token (cluster key)")
+            tokens.verify_daemon_token(token, keyring.key_for(sender), sender, method, replays)
+            return sender
+
+        from .._proto import controller_pb2
+        names = controller_pb2.DESCRIPTOR.services_by_name["Controller"].methods_by_name
+        rules = {m: (authn.DAEMON if m in AGENT_METHODS else authn.USER) for m in names}
+        return authn.Authenticator(rules, check_user, check_daemon)
+
+    def auth_socket(self, keyring: keys.KeyRing) -> AuthSocketServer:
+        """The controller's own sack socket, so its host needs no agent to run commands."""
+        cfg, host = self.cfg, os.uname().nodename
+
+        def issue(uid: int, gid: int, audience: str) -> str:
+            return tokens.make_user_token(keyring.key_for(keys.CLUSTER), keys.CLUSTER, cfg.cluster_name,
+                                          audience, uid, gid, host, cfg.token_ttl)
+
+        path = os.path.join(os.path.dirname(cfg.auth_socket), "slurmctld.socket")
+        return AuthSocketServer(path, issue, frozenset({tokens.CONTROLLER}))
+
     def start(self, bind: str | None = None) -> int:
+        for value in self.cfg.private_data:
+            if value not in PRIVATE_DATA_DONE:
+                log.warning("PrivateData=%s is not implemented (only %s): that data stays visible "
+                            "to every user", value, ",".join(sorted(PRIVATE_DATA_DONE)))
         self.state.recover()
-        key = load_or_create_key(self.cfg.key_path)
-        self.dispatch.key = key
+        keyring = keys.load_or_create(self.cfg.key_path)
+        if not keyring.is_cluster:
+            raise ConfigError(f"{self.cfg.key_path} holds the key of {keyring.scope}: the controller "
+                              f"needs the cluster key")
+        self.dispatch.keyring = self.steps.keyring = keyring
         self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=16), options=SERVER_OPTIONS,
-                                  interceptors=[AuthInterceptor(key, AGENT_METHODS)])
+                                  interceptors=[self.authenticator(keyring)])
         servicer = ControllerServicer(self.state, self.jobs, self.nodes, self.dispatch, self.steps,
                                       self.reservations)
         self.server.add_generic_rpc_handlers((servicer.raw_handlers(),))  # before the generated
         controller_pb2_grpc.add_ControllerServicer_to_server(servicer, self.server)
-        port = bind_port(self.server, bind or f"0.0.0.0:{self.cfg.controller_port}")
+        # the address SlurmctldHost names, not every interface
+        host = self.cfg.controller_addr or self.cfg.controller_host
+        port = bind_port(self.server, bind or f"{host}:{self.cfg.controller_port}")
         self.server.start()
+        self.authsock = self.auth_socket(keyring)
+        self.authsock.start()
         for loop in (self._scheduler_loop, self._monitor_loop):
             threading.Thread(target=loop, daemon=True, name=loop.__name__).start()
         log.info("controller %s listening on %s (instance %s)", self.cfg.cluster_name, port,
@@ -160,6 +208,8 @@ class Controller:
         self.state.changed.set()
         if self.server:
             self.server.stop(grace=1).wait()
+        if getattr(self, "authsock", None):
+            self.authsock.close()
         self.dispatch.close()
         self.store.close()
 

@@ -15,7 +15,8 @@ import grpc
 
 from ..rpc import wire
 from .._proto import agent_pb2, agent_pb2_grpc, types_pb2
-from ..rpc.grpcutil import client_channel, daemon_metadata
+from ..rpc import credential, tokens
+from ..rpc.grpcutil import MAX_REQUEST, client_channel, daemon_metadata
 from .job_mgr import Effects, Launch, Signal
 from .state import ClusterState
 
@@ -30,7 +31,7 @@ class Dispatcher:
         self._stubs: dict[str, agent_pb2_grpc.AgentStub] = {}
         self._lock = threading.Lock()
         self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="dispatch")
-        self.key = b""  # the cluster key, set when the controller starts
+        self.keyring = None  # keys.KeyRing with the cluster key, set when the controller starts
 
     def _stub(self, node: str) -> agent_pb2_grpc.AgentStub:
         with self._lock:
@@ -52,28 +53,57 @@ class Dispatcher:
         names = {a.node for job in launch.jobs for a in job.allocations}
         return [f"{n}={self.s.cfg.nodes[n].addr}" for n in sorted(names)]
 
+    def _metadata(self, node: str, method: str) -> tuple:
+        return daemon_metadata(self.keyring.key_for(f"node:{node}"), tokens.CONTROLLER, method)
+
+    def credential(self, job, step) -> str:
+        """The launch credential of a job's batch script (step=credential.BATCH) or a step."""
+        nodes = [a.node for a in job.allocations]
+        claims = credential.Claims(
+            job_id=job.job_id, step=step, restart_count=job.restart_count, uid=job.spec.uid,
+            gid=job.spec.gid, groups=list(job.spec.groups), user=job.spec.user, nodes=nodes,
+            alloc={a.node: credential.NodeShare(a.cpus, a.mem, list(a.gpus)) for a in job.allocations})
+        return credential.sign(lambda n: self.keyring.key_for(f"node:{n}"), claims, self.s.cfg.cred_expire)
+
     def _launch(self, launch: Launch) -> None:
-        req = agent_pb2.LaunchJobsRequest(instance=self.s.instance, node_addrs=self._node_addrs(launch),
-                                          epoch=launch.epoch)
         scripts = self.s.store.load_scripts([j.job_id for j in launch.jobs])
+        for req in self._launch_requests(launch, scripts):
+            try:
+                self._stub(launch.node).LaunchJobs(req, timeout=LAUNCH_TIMEOUT,
+                                                   metadata=self._metadata(launch.node, "LaunchJobs"))
+            except grpc.RpcError as e:
+                log.warning("launch of %s on %s failed: %s", [j.job_id for j in req.jobs],
+                            launch.node, e.code())
+
+    def _launch_requests(self, launch: Launch, scripts: dict):
+        """LaunchJobs requests for a node, each under the agent's message size cap."""
+        def new():
+            return agent_pb2.LaunchJobsRequest(instance=self.s.instance, epoch=launch.epoch,
+                                               node_addrs=self._node_addrs(launch))
+        req, size = new(), 0
         for job in launch.jobs:
-            msg = req.jobs.add()
+            msg = agent_pb2.LaunchJobsRequest().jobs.add()
             wire.fill_msg(msg, job)
             script, env = scripts.get(job.job_id, ("", {}))
             msg.spec.script = script
             msg.spec.environment.update(env)
-        try:
-            self._stub(launch.node).LaunchJobs(req, timeout=LAUNCH_TIMEOUT, metadata=daemon_metadata(self.key))
-        except grpc.RpcError as e:
-            log.warning("launch of %s on %s failed: %s", [j.job_id for j in launch.jobs],
-                        launch.node, e.code())
+            n = msg.ByteSize()
+            if req.jobs and size + n > MAX_REQUEST // 2:
+                yield req
+                req, size = new(), 0
+            req.jobs.add().CopyFrom(msg)
+            req.credentials.append(self.credential(job, credential.BATCH))
+            size += n
+        if req.jobs:
+            yield req
 
     def _signal(self, sig: Signal) -> None:
         req = agent_pb2.SignalJobsRequest(job_ids=sig.job_ids, signal=sig.signal,
                                           batch_only=sig.batch_only, terminate=sig.terminate,
-                                          reason=sig.reason, steps_only=sig.steps_only)
+                                          reason=sig.reason, steps_only=sig.steps_only,
+                                          restart_counts=sig.restart_counts or [-1] * len(sig.job_ids))
         try:
-            self._stub(sig.node).SignalJobs(req, timeout=10.0, metadata=daemon_metadata(self.key))
+            self._stub(sig.node).SignalJobs(req, timeout=10.0, metadata=self._metadata(sig.node, "SignalJobs"))
         except grpc.RpcError as e:
             log.warning("signal %s to %s on %s failed: %s", sig.signal, sig.job_ids, sig.node, e.code())
 

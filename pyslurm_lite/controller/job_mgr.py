@@ -16,8 +16,11 @@ from ..errors import InvalidRequest, NotFound, PermissionDenied, StaleState
 from ..model import Job, JobSpec, JobState, NodeAllocation, Reason
 from ..sched import Plan
 from ..units import parse_signal_spec
+from .auth import Caller, Users, allowed, require
 from .state import ClusterState
 from .validate import validate_spec
+
+__all__ = ["Caller", "Effects", "Ending", "JobFilter", "JobManager", "Launch", "Signal"]
 
 log = logging.getLogger("pyslurm_lite.controller.jobs")
 
@@ -43,6 +46,7 @@ class Signal:
     batch_only: bool = False
     reason: str = ""
     steps_only: bool = False
+    restart_counts: list[int] = field(default_factory=list)  # a termination's runs, for revocation
 
 
 @dataclass
@@ -65,16 +69,6 @@ class Ending:
     exit_signal: int = 0
     oom: bool = False
     message: str = ""  # set when the launch itself failed
-
-
-@dataclass
-class Caller:
-    uid: int
-    user: str = ""
-
-    @property
-    def is_operator(self) -> bool:
-        return self.uid == 0
 
 
 @dataclass
@@ -107,8 +101,9 @@ class JobFilter:
 
 
 class JobManager:
-    def __init__(self, state: ClusterState):
+    def __init__(self, state: ClusterState, users: Users | None = None):
         self.s = state
+        self.users = users or Users(state.cfg)
 
     # ---- submit -------------------------------------------------------------------------------
     def submit(self, spec: JobSpec, caller: Caller) -> int:
@@ -132,9 +127,9 @@ class JobManager:
         """Validate every spec (all or nothing), commit the jobs, then make them visible."""
         checked = []
         for spec in specs:
-            if not caller.is_operator and spec.uid != caller.uid:
-                raise PermissionDenied("Access/permission denied: a job runs as its submitter")
-            checked.append((spec, *validate_spec(self.s.cfg, spec, self.s.reservations)))
+            self.users.bind_submission(spec, caller)
+            checked.append((spec, *validate_spec(self.s.cfg, spec, self.s.reservations,
+                                                 operator=caller.is_operator)))
         now = self.s.clock()
         with self.s.lock:
             first = self.s.next_job_id
@@ -166,7 +161,14 @@ class JobManager:
         return [j.job_id for j in jobs]
 
     # ---- queries ------------------------------------------------------------------------------
-    def find(self, flt: JobFilter) -> list[Job]:
+    def find(self, flt: JobFilter, caller: Caller | None = None) -> list[Job]:
+        """Jobs matching flt that the caller may see (PrivateData=jobs hides others' jobs)."""
+        jobs = self._find(flt)
+        if caller is not None and "jobs" in self.s.cfg.private_data and not caller.is_operator:
+            jobs = [j for j in jobs if j.spec.uid == caller.uid]
+        return jobs
+
+    def _find(self, flt: JobFilter) -> list[Job]:
         ids = set(flt.job_ids)
         with self.s.lock:
             arrays = ids & {j.array_job_id for j in self.s.jobs.values() if j.array_job_id}
@@ -183,9 +185,8 @@ class JobManager:
             jobs += [j for j in found if flt.matches(j, ids)]
         return jobs
 
-    def _own(self, job: Job, caller: Caller) -> None:
-        if not caller.is_operator and job.spec.uid != caller.uid:
-            raise PermissionDenied("Access/permission denied")
+    def _own(self, job: Job, caller: Caller, action: str = "update") -> None:
+        require(action, caller, job.spec.uid)
 
     # ---- cancel and signal --------------------------------------------------------------------
     def cancel(self, flt: JobFilter, caller: Caller, signo: int = 0, batch_only: bool = False,
@@ -203,7 +204,7 @@ class JobManager:
             changed = []
             for job in targets:
                 try:
-                    self._own(job, caller)
+                    self._own(job, caller, "signal" if signo else "cancel")
                 except PermissionDenied as e:
                     errors.append((job.job_id, e.message))
                     continue
@@ -226,7 +227,9 @@ class JobManager:
     def _signal_effects(self, job: Job, signo: int, terminate: bool = False, batch_only: bool = False,
                         reason: str = "") -> list[Signal]:
         nodes = job.node_names[:1] if batch_only else job.node_names
-        return [Signal(n, [job.job_id], signo, terminate, batch_only, reason) for n in nodes]
+        runs = [job.restart_count] if terminate else []
+        return [Signal(n, [job.job_id], signo, terminate, batch_only, reason, restart_counts=runs)
+                for n in nodes]
 
     def _end(self, job: Job, state: JobState, reason: Reason, now: float | None = None) -> list[Signal]:
         """End a job in `state`. A running job keeps its resources until its agent confirms its
@@ -250,7 +253,7 @@ class JobManager:
                 try:
                     if job is None:
                         raise NotFound("Invalid job id specified")
-                    self._own(job, caller)
+                    self._own(job, caller, _ACTION_RULE.get(action, "update"))
                     effects.extend(self._apply_action(job, action, caller))
                     changed.append(job)
                     done.append(jid)
@@ -266,13 +269,13 @@ class JobManager:
             if job.state != JobState.PENDING:
                 raise StaleState("Job is no longer pending execution")
             job.held = True
-            job.held_by_admin = action == "hold" and caller.is_operator
+            job.held_by_admin = action == "hold" and allowed("admin_hold", caller)
             job.reason = Reason.HELD_ADMIN if job.held_by_admin else Reason.HELD_USER
         elif action == "release":
             if job.state != JobState.PENDING:
                 raise StaleState("Job is no longer pending execution")
-            if job.held_by_admin and not caller.is_operator:
-                raise PermissionDenied("Access/permission denied")
+            if job.held_by_admin:
+                require("release_admin_hold", caller)
             job.held = job.held_by_admin = False
             job.reason = Reason.NONE
         elif action in ("requeue", "requeuehold"):
@@ -414,7 +417,8 @@ class JobManager:
         with self.s.lock:
             changed = [job for e in endings if (job := self._apply_ending(e)) is not None]
             for job in changed:
-                effects.signals += [Signal(n, [job.job_id], 0, True, False, "complete")
+                effects.signals += [Signal(n, [job.job_id], 0, True, False, "complete",
+                                           restart_counts=[job.restart_count])
                                     for n in job.node_names[1:] if job.state.is_final]
                 for step in job.steps:
                     if step.state == JobState.RUNNING:
@@ -517,6 +521,10 @@ class JobManager:
                     ended.append(job)
             self.s.save(ended)
         return effects
+
+
+_ACTION_RULE = {"hold": "hold", "uhold": "hold", "release": "release", "requeue": "requeue",
+                "requeuehold": "requeue"}
 
 
 def _final_state(exit_code: int, exit_signal: int, oom: bool, message: str) -> tuple[JobState, Reason]:

@@ -13,7 +13,9 @@ import grpc
 from ..rpc import wire
 from .._proto import controller_pb2 as pb, controller_pb2_grpc, types_pb2
 from ..model import GpuDevice, JobSpec, Reservation
-from ..rpc.grpcutil import caller_of, rpc_method
+from ..errors import PermissionDenied, Unauthenticated
+from ..rpc import authn
+from ..rpc.grpcutil import rpc_method
 from .dispatch import Dispatcher
 from .job_mgr import Caller, Ending, JobFilter, JobManager
 from .node_mgr import NodeManager
@@ -28,9 +30,13 @@ def _filter(msg) -> JobFilter:
                      include_finished=msg.include_finished, nodes=list(msg.nodes))
 
 
-def _caller(context) -> Caller:
-    uid, user = caller_of(context)
-    return Caller(uid=uid, user=user)
+def _node_of(request) -> str:
+    """An agent's report names its node: it must be the node whose key signed the call."""
+    who = authn.principal()
+    if who is None or who.kind != authn.DAEMON or who.daemon != f"node:{request.node}":
+        raise PermissionDenied(f"a report for node {request.node} signed by "
+                               f"{who.daemon if who else 'nobody'}")
+    return request.node
 
 
 class ControllerServicer(controller_pb2_grpc.ControllerServicer):
@@ -38,6 +44,7 @@ class ControllerServicer(controller_pb2_grpc.ControllerServicer):
                  steps: StepManager, reservations: ReservationManager):
         self.s, self.jobs, self.nodes, self.dispatch, self.steps = state, jobs, nodes, dispatch, steps
         self.reservations = reservations
+        self.users = jobs.users
         self._msg_cache: dict[int, tuple[int, types_pb2.Job]] = {}
         self._cache_lock = threading.Lock()
 
@@ -60,11 +67,18 @@ class ControllerServicer(controller_pb2_grpc.ControllerServicer):
             self._msg_cache[job.job_id] = (version, blob)
         return blob
 
+    def _caller(self) -> Caller:
+        """The authenticated user making the call in flight (authn checked the token)."""
+        who = authn.principal()
+        if who is None or who.user is None:
+            raise Unauthenticated("this method needs a user's token")
+        return self.users.caller(who.user.uid, who.user.gid)
+
     def get_jobs_raw(self, request, context) -> bytes:
         """GetJobs, answered from the cached serialised jobs without building a reply message:
         protobuf's encoding of `repeated Job jobs = 1; double now = 2;` is just the parts in a
         row (field 1 length-delimited per job, field 2 a fixed64)."""
-        jobs = self.jobs.find(_filter(request.filter))
+        jobs = self.jobs.find(_filter(request.filter), self._caller())
         out = [b"\x11" + struct.pack("<d", self.s.clock())]
         for job in jobs:
             blob = self._job_bytes(job)
@@ -87,30 +101,30 @@ class ControllerServicer(controller_pb2_grpc.ControllerServicer):
     @rpc_method
     def SubmitJob(self, request, context):
         spec = wire.from_msg(request.spec, JobSpec)
-        return pb.SubmitJobReply(job_id=self.jobs.submit(spec, _caller(context)))
+        return pb.SubmitJobReply(job_id=self.jobs.submit(spec, self._caller()))
 
     @rpc_method
     def SubmitJobs(self, request, context):
         specs = [wire.from_msg(m, JobSpec) for m in request.specs]
-        return pb.SubmitJobsReply(job_ids=self.jobs.submit_many(specs, _caller(context)))
+        return pb.SubmitJobsReply(job_ids=self.jobs.submit_many(specs, self._caller()))
 
     @rpc_method
     def GetJobs(self, request, context):
-        jobs = self.jobs.find(_filter(request.filter))
+        jobs = self.jobs.find(_filter(request.filter), self._caller())
         reply = pb.GetJobsReply(now=self.s.clock())
         reply.jobs.extend(self._job_msg(j) for j in jobs)
         return reply
 
     @rpc_method
     def CancelJobs(self, request, context):
-        done, errors, effects = self.jobs.cancel(_filter(request.filter), _caller(context),
+        done, errors, effects = self.jobs.cancel(_filter(request.filter), self._caller(),
                                                  request.signal, request.batch_only, request.full)
         self.dispatch.send(effects)
         return pb.CancelJobsReply(job_ids=done, errors=[pb.JobError(job_id=j, message=m) for j, m in errors])
 
     @rpc_method
     def UpdateJobs(self, request, context):
-        done, errors, effects = self.jobs.update(list(request.job_ids), request.action, _caller(context))
+        done, errors, effects = self.jobs.update(list(request.job_ids), request.action, self._caller())
         self.dispatch.send(effects)
         return pb.UpdateJobsReply(job_ids=done, errors=[pb.JobError(job_id=j, message=m) for j, m in errors])
 
@@ -130,9 +144,8 @@ class ControllerServicer(controller_pb2_grpc.ControllerServicer):
 
     @rpc_method
     def UpdateNodes(self, request, context):
-        if not _caller(context).is_operator:
-            from ..errors import PermissionDenied
-            raise PermissionDenied("Access/permission denied")
+        from .auth import require
+        require("update_node", self._caller())
         self.dispatch.send(self.nodes.update(list(request.names), request.state, request.reason))
         return pb.UpdateNodesReply()
 
@@ -164,12 +177,12 @@ class ControllerServicer(controller_pb2_grpc.ControllerServicer):
     @rpc_method
     def CreateReservation(self, request, context):
         resv = wire.from_msg(request.reservation, Reservation)
-        name = self.reservations.create(resv, request.node_count, request.partition, _caller(context))
+        name = self.reservations.create(resv, request.node_count, request.partition, self._caller())
         return pb.CreateReservationReply(name=name)
 
     @rpc_method
     def DeleteReservation(self, request, context):
-        self.reservations.delete(request.name, _caller(context))
+        self.reservations.delete(request.name, self._caller())
         return pb.DeleteReservationReply()
 
     @rpc_method
@@ -181,7 +194,7 @@ class ControllerServicer(controller_pb2_grpc.ControllerServicer):
     @rpc_method
     def CreateStep(self, request, context):
         step, job, credential = self.steps.create(
-            request.job_id, _caller(context), request.name, request.num_nodes, request.num_tasks,
+            request.job_id, self._caller(), request.name, request.num_nodes, request.num_tasks,
             request.ntasks_per_node, request.cpus_per_task, request.exclusive, request.nodelist)
         reply = pb.CreateStepReply(step_id=step.step_id, credential=credential,
                                    job=self._job_msg(job))
@@ -196,17 +209,18 @@ class ControllerServicer(controller_pb2_grpc.ControllerServicer):
     @rpc_method
     def CompleteStep(self, request, context):
         self.steps.complete(request.job_id, request.step_id, request.exit_code, request.exit_signal,
-                            _caller(context))
+                            self._caller())
         return pb.CompleteStepReply()
 
     @rpc_method
     def CompleteJob(self, request, context):
         self.dispatch.send(self.steps.complete_allocation(request.job_id, request.exit_code,
-                                                          request.exit_signal, _caller(context)))
+                                                          request.exit_signal, self._caller()))
         return pb.CompleteJobReply()
 
     @rpc_method
     def RegisterNode(self, request, context):
+        _node_of(request)
         self.dispatch.send(self.jobs.jobs_ended(_endings(request.events)))
         for ev in request.events:
             if ev.kind == "lost":
@@ -221,6 +235,7 @@ class ControllerServicer(controller_pb2_grpc.ControllerServicer):
 
     @rpc_method
     def NodeHeartbeat(self, request, context):
+        _node_of(request)
         if request.health_error:
             self.nodes.health(request.node, request.health_error)
         again, effects = self.nodes.heartbeat(request.node, request.instance,
@@ -231,6 +246,7 @@ class ControllerServicer(controller_pb2_grpc.ControllerServicer):
 
     @rpc_method
     def ReportJobEvents(self, request, context):
+        _node_of(request)
         if request.instance != self.s.instance:
             return pb.ReportJobEventsReply(reregister=True)
         self.dispatch.send(self.jobs.jobs_ended(_endings(request.events)))

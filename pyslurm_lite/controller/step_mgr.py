@@ -14,9 +14,10 @@ from __future__ import annotations
 import signal as _signal
 
 from ..config import expand
-from ..errors import InvalidRequest, NotFound, PermissionDenied, StaleState, Unsatisfiable
+from ..errors import InvalidRequest, NotFound, StaleState, Unsatisfiable
 from ..model import Job, JobState, Reason, Step
-from ..rpc.grpcutil import sign_launch
+from ..rpc import credential
+from .auth import require
 from .job_mgr import Caller, Effects, Signal
 from .state import ClusterState
 
@@ -30,16 +31,15 @@ def block_layout(num_tasks: int, num_nodes: int, per_node: int = 0) -> list[int]
 
 
 class StepManager:
-    def __init__(self, state: ClusterState, key_of=lambda: b""):
+    def __init__(self, state: ClusterState):
         self.s = state
-        self.key_of = key_of  # the cluster key, for signing launch credentials
+        self.keyring = None  # keys.KeyRing with the cluster key, set when the controller starts
 
     def _job(self, job_id: int, caller: Caller) -> Job:
         job = self.s.jobs.get(job_id)
         if job is None:
             raise NotFound(f"Job {job_id} not found")
-        if not caller.is_operator and job.spec.uid != caller.uid:
-            raise PermissionDenied("Access/permission denied")
+        require("step", caller, job.spec.uid)
         if job.state != JobState.RUNNING:
             raise StaleState(f"Job {job_id} is not running ({job.state.value})")
         return job
@@ -63,8 +63,19 @@ class StepManager:
             job.next_step_id += 1
             job.steps.append(step)
             self.s.save([job])  # recorded before anything can run
-        credential = sign_launch(self.key_of(), job.job_id, step.step_id, job.spec.uid, nodes)
-        return step, job, credential
+        return step, job, self._credential(job, step)
+
+    def _credential(self, job: Job, step: Step) -> str:
+        """The step's launch credential: the job's identity and its allocation on the step's
+        nodes (the job's cgroup there is made from it, by whichever launch comes first)."""
+        share = {a.node: credential.NodeShare(a.cpus, a.mem, list(a.gpus))
+                 for a in job.allocations if a.node in step.nodes}
+        claims = credential.Claims(
+            job_id=job.job_id, step=step.step_id, restart_count=job.restart_count, uid=job.spec.uid,
+            gid=job.spec.gid, groups=list(job.spec.groups), user=job.spec.user,
+            nodes=list(step.nodes), alloc=share)
+        return credential.sign(lambda n: self.keyring.key_for(f"node:{n}"), claims,
+                               self.s.cfg.cred_expire)
 
     def _step_nodes(self, job: Job, num_nodes: int, num_tasks: int, per_node: int,
                     nodelist: str) -> list[str]:
@@ -101,8 +112,7 @@ class StepManager:
             job = self.s.jobs.get(job_id)
             if job is None:
                 raise NotFound(f"Job {job_id} not found")
-            if not caller.is_operator and job.spec.uid != caller.uid:
-                raise PermissionDenied("Access/permission denied")
+            require("step", caller, job.spec.uid)
             step = next((s for s in job.steps if s.step_id == step_id), None)
             if step is None or step.state != JobState.RUNNING:
                 return
@@ -123,8 +133,8 @@ class StepManager:
             job.exit_code, job.exit_signal, job.end_time = exit_code, exit_signal, self.s.clock()
             job.state = JobState.COMPLETED if not (exit_code or exit_signal) else JobState.FAILED
             job.reason = Reason.NONE if job.state == JobState.COMPLETED else Reason.NON_ZERO_EXIT
-            effects.signals += [Signal(n, [job.job_id], 0, True, False, "complete")
-                                for n in job.node_names]
+            effects.signals += [Signal(n, [job.job_id], 0, True, False, "complete",
+                                       restart_counts=[job.restart_count]) for n in job.node_names]
             for step in job.steps:
                 if step.state == JobState.RUNNING:
                     step.state, step.end_time = JobState.CANCELLED, job.end_time

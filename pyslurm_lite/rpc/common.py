@@ -1,5 +1,5 @@
 """What both client transports share, without importing grpc: gRPC status codes by number, the
-domain error each one carries back to a caller, and the identity metadata a client attaches.
+domain error each one carries back to a caller, and the metadata key that carries a token.
 
 rpcutil (grpcio: channels, servers, daemon authentication) re-exports these names; the light
 HTTP/2 client (h2client) uses them directly, so a short-lived CLI never loads grpcio.
@@ -7,14 +7,16 @@ HTTP/2 client (h2client) uses them directly, so a short-lived CLI never loads gr
 
 from __future__ import annotations
 
-import os
-import pwd
-
 from .. import errors
 
-UID_KEY = "x-pyslurm-uid"
-USER_KEY = "x-pyslurm-user"
-AUTH_KEY = "x-pyslurm-auth"
+AUTH_KEY = "x-pyslurm-auth"  # the metadata key of a user or daemon token (tokens.py)
+CONTROLLER_AUDIENCE = "slurmctld"  # what a user token for the controller names (tokens.py)
+
+
+def user_metadata(auth_socket: str) -> tuple:
+    """A fresh user token for one call to the controller, from this host's auth socket."""
+    from .authsock import fetch_token
+    return ((AUTH_KEY, fetch_token(auth_socket, CONTROLLER_AUDIENCE)),)
 
 # gRPC status codes (google.rpc.Code), the numbers grpc.StatusCode carries and grpc-status sends.
 (OK, CANCELLED, UNKNOWN, INVALID_ARGUMENT, DEADLINE_EXCEEDED, NOT_FOUND, ALREADY_EXISTS,
@@ -28,6 +30,7 @@ ERROR_OF_STATUS = {
     NOT_FOUND: errors.NotFound,
     PERMISSION_DENIED: errors.PermissionDenied,
     ABORTED: errors.StaleState,
+    UNAUTHENTICATED: errors.Unauthenticated,
 }
 UNREACHABLE = "Unable to contact slurm controller (connect failure)"
 
@@ -38,13 +41,3 @@ def domain_error(code: int | None, details: str, unreachable_msg: str = UNREACHA
     if code in (UNAVAILABLE, DEADLINE_EXCEEDED):
         return errors.ControllerUnreachable(unreachable_msg)
     return ERROR_OF_STATUS.get(code, errors.SlurmError)(details)
-
-
-def identity_metadata() -> tuple:
-    """What a client attaches to every call: its uid and user name (see rpcutil.caller_of)."""
-    uid = os.getuid()
-    try:
-        user = pwd.getpwuid(uid).pw_name
-    except KeyError:
-        user = str(uid)
-    return ((UID_KEY, str(uid)), (USER_KEY, user))

@@ -1,0 +1,48 @@
+"""`pyslurm-lite authd`: a login host's auth socket, with no agent (Slurm's sackd).
+
+It holds this host's key (host:NAME, from `pyslurm-lite keygen`) or the cluster key, and serves
+user tokens on AuthInfo=socket= for the processes of this host, as the agent does on a node.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import threading
+
+from .. import config as config_mod
+from ..errors import ConfigError
+from . import keys, tokens
+from .authsock import AuthSocketServer
+
+log = logging.getLogger("pyslurm_lite.authd")
+
+
+def server(cfg, host: str) -> AuthSocketServer:
+    ring = keys.load(cfg.key_path)
+    scope = f"host:{host}"
+    if not ring.can_sign_for(scope):
+        raise ConfigError(f"{cfg.key_path} holds the key of {ring.scope}, not of {scope}")
+    key = ring.key_for(scope)
+
+    def issue(uid: int, gid: int, audience: str) -> str:
+        return tokens.make_user_token(key, scope, cfg.cluster_name, audience, uid, gid, host,
+                                      cfg.token_ttl)
+
+    return AuthSocketServer(cfg.auth_socket, issue, frozenset({tokens.CONTROLLER}))
+
+
+def main(conf_path: str | None, host: str | None, pid_file: str | None) -> None:
+    cfg = config_mod.load(conf_path)
+    srv = server(cfg, host or os.uname().nodename)
+    srv.start()
+    log.info("authd serving user tokens on %s", cfg.auth_socket)
+    if pid_file:
+        with open(pid_file, "w") as f:
+            f.write(f"{os.getpid()}\n")
+    done = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: done.set())
+    done.wait()
+    srv.close()
