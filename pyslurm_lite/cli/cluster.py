@@ -155,12 +155,14 @@ def _kill_leftover_jobs(directory: str, cfg) -> None:
             tracker.kill_all(key, 0)
             tracker.remove(key)
         tracker.close()
+    from ..agent.spool import read_trusted_pid
     for pid_file in glob.glob(os.path.join(directory, "state", "agent-*", "job*", "pid")):
-        try:
-            pid = int(open(pid_file).read().split()[0])
-            os.killpg(pid, signal.SIGKILL)
-        except (OSError, ValueError, IndexError):
-            pass
+        pid = read_trusted_pid(pid_file)  # None for anything a job's user could have written
+        if pid:
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except OSError:
+                pass
 
 
 def status(directory: str, echo=print) -> int:

@@ -69,7 +69,8 @@ def write_config(directory: Path, addrs: list[str], cpus: int, mem: int, gpus: i
     conf = directory / "slurm.conf"
     lines = ["ClusterName=nets", f"SlurmctldHost=ctl({SUBNET}.1)", f"SlurmctldPort={port}",
              f"StateSaveLocation={directory / 'state'}", "HeartbeatInterval=1", "SlurmdTimeout=10",
-             "KillWait=3", f"DefMemPerCPU={mem // cpus}"]
+             "KillWait=3", f"DefMemPerCPU={mem // cpus}",
+             f"AuthInfo=socket={directory / 'run' / 'sack.socket'}"]
     gres = f" Gres=gpu:{gpus}" if gpus else ""
     for i, addr in enumerate(addrs, 1):
         lines.append(f"NodeName=node{i} NodeAddr={addr} Port=6818 CPUs={cpus} RealMemory={mem}{gres}")

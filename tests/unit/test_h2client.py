@@ -17,9 +17,9 @@ from pyslurm_lite import errors
 from pyslurm_lite._proto import controller_pb2 as pb, controller_pb2_grpc
 from pyslurm_lite.client import Client
 from pyslurm_lite.rpc.h2client import Channel, RpcFailure, percent_decode
-from pyslurm_lite.rpc.common import (DEADLINE_EXCEEDED, INTERNAL, NOT_FOUND, UNAVAILABLE,
-                                    identity_metadata)
-from pyslurm_lite.rpc.grpcutil import SERVER_OPTIONS, caller_of, rpc_method
+from pyslurm_lite.rpc.common import (AUTH_KEY, DEADLINE_EXCEEDED, INTERNAL, NOT_FOUND, UNAVAILABLE)
+from pyslurm_lite.rpc.authsock import AuthSocketServer
+from pyslurm_lite.rpc.grpcutil import SERVER_OPTIONS, rpc_method
 
 BIG = 5 * 2**20 + 7  # bytes: a reply over many DATA frames and past the 64 KiB default window
 MESSAGE = "no such job: ü 100%\nsecond line"  # percent-encoded on the wire
@@ -94,7 +94,7 @@ def raw_server():
 def test_reply_and_metadata(raw_server):
     raw, port, _ = raw_server
     channel = Channel(f"127.0.0.1:{port}")
-    md = identity_metadata()
+    md = ((AUTH_KEY, "u1|a-token"), ("x-other", "value"))
     assert bytes(channel.unary("/t.Raw/Echo", b"hello", md, timeout=5)) == b"echo:hello"
     name, seen, _ = raw.calls[0]
     assert name == "Echo" and all(seen[k] == v for k, v in md)
@@ -218,10 +218,13 @@ class Controller(controller_pb2_grpc.ControllerServicer):
     def Ping(self, request, context):
         return pb.PingReply(cluster_name="test", now=12.5)
 
+    tokens: list[str] = []
+
     @rpc_method
     def SubmitJob(self, request, context):
-        uid, user = caller_of(context)
-        return pb.SubmitJobReply(job_id=1000 + uid if user else 0)
+        token = dict(context.invocation_metadata()).get(AUTH_KEY, "")
+        self.tokens.append(token)
+        return pb.SubmitJobReply(job_id=1000 + int(token.split(":")[1]) if token else 0)
 
     @rpc_method
     def GetJobs(self, request, context):
@@ -239,10 +242,16 @@ class Controller(controller_pb2_grpc.ControllerServicer):
 
 
 @pytest.fixture(scope="module")
-def controller():
+def controller(tmp_path_factory):
+    """A fake controller, and an auth socket whose tokens name the caller's uid and a count."""
+    count = iter(range(10**6))
+    sock = AuthSocketServer(str(tmp_path_factory.mktemp("run") / "sack.socket"),
+                            lambda uid, gid, aud: f"{aud}:{uid}:{next(count)}", frozenset({"slurmctld"}))
+    sock.start()
     server, port = start(lambda s: controller_pb2_grpc.add_ControllerServicer_to_server(Controller(), s))
-    yield types.SimpleNamespace(controller_target=f"127.0.0.1:{port}")
+    yield types.SimpleNamespace(controller_target=f"127.0.0.1:{port}", auth_socket=sock.path)
     server.stop(None)
+    sock.close()
 
 
 @pytest.mark.parametrize("transport", ["grpcio", "h2"])
@@ -253,6 +262,8 @@ def test_client_answers_the_same_over_both(controller, transport):
     jobs, now = client.jobs()
     assert len(jobs) == 20000 and jobs[-1].spec.name == "job19999" and now == 1.0
     assert client._call("SubmitJob", pb.SubmitJobRequest()).job_id == 1000 + os.getuid()
+    assert client._call("SubmitJob", pb.SubmitJobRequest()).job_id == 1000 + os.getuid()
+    assert len(set(Controller.tokens[-2:])) == 2  # a fresh token for every call
     with pytest.raises(errors.NotFound, match="^Invalid job id specified$"):
         client.jobs(job_ids=[404])
     with pytest.raises(errors.PermissionDenied, match="^Access/permission denied$"):
@@ -260,10 +271,11 @@ def test_client_answers_the_same_over_both(controller, transport):
 
 
 @pytest.mark.parametrize("transport", ["grpcio", "h2"])
-def test_client_unreachable_message_is_the_same(transport):
+def test_client_unreachable_message_is_the_same(controller, transport):
     target = f"127.0.0.1:{free_port()}"
     with pytest.raises(errors.ControllerUnreachable) as e:
-        Client(cfg=types.SimpleNamespace(controller_target=target), transport=transport).ping()
+        Client(cfg=types.SimpleNamespace(controller_target=target, auth_socket=controller.auth_socket),
+               transport=transport).ping()
     assert e.value.message == f"Unable to contact slurm controller (connect failure) at {target}"
 
 
