@@ -61,7 +61,7 @@ class Client:
     # ---- jobs ---------------------------------------------------------------------------------
     def _link_(self):
         if self._link is None:
-            self._link = _TRANSPORTS[self.transport](self.cfg.controller_target, self.cfg.auth_socket)
+            self._link = _TRANSPORTS[self.transport](self.cfg)
         return self._link
 
     def submit(self, spec: JobSpec) -> int:
@@ -187,11 +187,11 @@ def _unreachable(target: str) -> str:
 class _GrpcioLink:
     """Calls through grpcio's generated stub."""
 
-    def __init__(self, target: str, auth_socket: str):
+    def __init__(self, cfg):
         from ._proto import controller_pb2_grpc
         from .rpc.grpcutil import client_channel
-        self.target, self.auth_socket = target, auth_socket
-        self.stub = controller_pb2_grpc.ControllerStub(client_channel(target))
+        self.target, self.auth_socket = cfg.controller_target, cfg.auth_socket
+        self.stub = controller_pb2_grpc.ControllerStub(client_channel(self.target, cfg))
 
     def call(self, method: str, request, timeout: float):
         import grpc
@@ -208,10 +208,14 @@ class _GrpcioLink:
 class _H2Link:
     """Calls through h2client: the same requests and metadata, without importing grpcio."""
 
-    def __init__(self, target: str, auth_socket: str):
+    def __init__(self, cfg):
         from .rpc.h2client import Channel
-        self.target, self.auth_socket = target, auth_socket
-        self.channel = Channel(target)
+        self.target, self.auth_socket = cfg.controller_target, cfg.auth_socket
+        ssl_context = None
+        if getattr(cfg, "tls_ca", ""):
+            from .rpc.tls import ssl_context as make_context
+            ssl_context = make_context(cfg)
+        self.channel = Channel(self.target, ssl_context)
 
     def call(self, method: str, request, timeout: float):
         from google.protobuf.message import DecodeError

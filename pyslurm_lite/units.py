@@ -15,6 +15,12 @@ from .model import UNLIMITED
 
 _INFINITE = {"unlimited", "infinite", "-1"}
 
+# Numbers in user input are ASCII digits of bounded length: `\d` also matches other scripts'
+# digits ("²".isdigit() is true, int("²") raises), and int() of a very long digit string is slow
+# or raises ValueError, so a length cap comes before int() ever sees one.
+_N = "[0-9]{1,12}"
+MAX_TIMESTAMP = 253402300799.0  # 9999-12-31T23:59:59 UTC: the last instant datetime can print
+
 
 def parse_time_limit(text: str) -> int:
     """A Slurm time limit to whole minutes (seconds round up), UNLIMITED for "UNLIMITED".
@@ -31,7 +37,7 @@ def parse_time_limit(text: str) -> int:
 
 
 def parse_duration_seconds(text: str) -> int:
-    m = re.fullmatch(r"(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?", text.strip())
+    m = re.fullmatch(rf"(?:({_N})-)?({_N})(?::({_N}))?(?::({_N}))?", text.strip())
     if not m:
         raise InvalidRequest(f"Invalid time limit specification: {text}")
     days, a, b, c = m.groups()
@@ -92,7 +98,7 @@ _MEM_UNITS = {"K": 1 / 1024, "M": 1, "G": 1024, "T": 1024 * 1024}
 
 def parse_memory(text: str) -> int:
     """A Slurm memory size to MiB: 100, 100M, 4G, 4GB, 512K, 1T (no suffix = MiB)."""
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMGTkmgt])?[Bb]?\s*", text or "")
+    m = re.fullmatch(rf"\s*({_N}(?:\.[0-9]{{1,12}})?)\s*([KMGTkmgt])?[Bb]?\s*", text or "")
     if not m:
         raise InvalidRequest(f"Invalid --mem specification: {text}")
     value = float(m.group(1)) * _MEM_UNITS[(m.group(2) or "M").upper()]
@@ -126,14 +132,14 @@ def parse_begin_time(text: str, now: float | None = None) -> float:
     midnight, noon."""
     now = _time.time() if now is None else now
     s = text.strip().lower()
-    m = re.fullmatch(r"now(?:\+(\d+)([a-z]*))?", s)
+    m = re.fullmatch(rf"now(?:\+({_N})([a-z]*))?", s)
     if m:
         if m.group(1) is None:
             return now
         unit = _REL_UNITS.get(m.group(2))
         if unit is None:
             raise InvalidRequest(f"Invalid time specification: {text}")
-        return now + int(m.group(1)) * unit
+        return _instant(now + int(m.group(1)) * unit, text)
     base = datetime.fromtimestamp(now)
     named = {"today": base.replace(hour=0, minute=0, second=0, microsecond=0),
              "midnight": base.replace(hour=0, minute=0, second=0, microsecond=0) + timedelta(days=1),
@@ -143,8 +149,8 @@ def parse_begin_time(text: str, now: float | None = None) -> float:
         return named[s].timestamp()
     for fmt in ("%Y-%m-%dT%H:%M:%S", "%Y-%m-%dT%H:%M", "%Y-%m-%d"):
         try:
-            return datetime.strptime(text.strip(), fmt).timestamp()
-        except ValueError:
+            return _instant(datetime.strptime(text.strip(), fmt).timestamp(), text)
+        except (ValueError, OverflowError, OSError):
             pass
     for fmt in ("%H:%M:%S", "%H:%M"):
         try:
@@ -158,13 +164,22 @@ def parse_begin_time(text: str, now: float | None = None) -> float:
     raise InvalidRequest(f"Invalid time specification: {text}")
 
 
+def _instant(epoch: float, text: str) -> float:
+    """An instant the rest of the system can store and print (format_timestamp), or refused.
+    One before 1970 is as good as now for --begin: 0, "not deferred"."""
+    if not epoch <= MAX_TIMESTAMP:  # also refuses NaN
+        raise InvalidRequest(f"Invalid time specification: {text}")
+    return max(epoch, 0.0)
+
+
 def parse_signal_name(name: str) -> int:
     """'USR1', 'SIGUSR1' or '10' -> 10."""
     import signal as _signal
     text = name.strip().upper().removeprefix("SIG")
-    if text.isdigit() and 0 < int(text) < 65:
+    if re.fullmatch("[0-9]{1,2}", text) and 0 < int(text) < 65:
         return int(text)
-    number = getattr(_signal, "SIG" + text, None)
+    # Only real signal names: getattr(signal, "SIG" + text) would also find SIG_IGN, SIG_DFL.
+    number = _signal.Signals.__members__.get("SIG" + text)
     if number is None:
         raise InvalidRequest(f"Invalid signal specification: {name}")
     return int(number)
@@ -173,7 +188,7 @@ def parse_signal_name(name: str) -> int:
 def parse_signal_spec(text: str) -> tuple[bool, int, int]:
     """--signal=[{R|B}:]SIG[@SECONDS] -> (batch shell only, signal number, seconds before the end
     of the time limit; Slurm's default is 60)."""
-    m = re.fullmatch(r"(?:([RB]+):)?([A-Za-z0-9]+)(?:@(\d+))?", text.strip())
-    if not m:
+    m = re.fullmatch(r"(?:([RB]+):)?([A-Za-z0-9]+)(?:@([0-9]{1,5}))?", text.strip())
+    if not m or int(m.group(3) or 0) > 0xFFFF:  # Slurm keeps the warning time in 16 bits
         raise InvalidRequest(f"Invalid --signal specification: {text}")
     return "B" in (m.group(1) or ""), parse_signal_name(m.group(2)), int(m.group(3) or 60)

@@ -90,18 +90,19 @@ class Agent:
         self.journal = EndingsJournal(os.path.join(self.spool, "endings"))
         self.pending = self.journal.load()  # what a previous agent here could not deliver
         self._reported_at = 0.0  # time.monotonic() of the last report
-        self.steps = StepManager(cfg, node, self.spool, self._report, self.gpus, self.tracker)
         keyring = keys.load_or_create(cfg.key_path)
         if not keyring.can_sign_for(f"node:{node}"):
             raise ConfigError(f"{cfg.key_path} holds the key of {keyring.scope}, not of node:{node}")
         self.scope = f"node:{node}"
         self.key = keyring.key_for(self.scope)  # this node's key: all this agent ever signs with
+        self.steps = StepManager(cfg, node, self.spool, self._report, self.gpus, self.tracker,
+                                 node_key=self.key)
         self.steps.tasks = self.tasks = TaskManager(self.steps, node, self.key)
         self.instance = ""
         self.epoch = ""  # this agent's registration, as the controller named it
         self._link_lock = threading.Lock()  # a registration and a launch never overlap
         self.stop = threading.Event()
-        self.stub = controller_pb2_grpc.ControllerStub(client_channel(cfg.controller_target))
+        self.stub = controller_pb2_grpc.ControllerStub(client_channel(cfg.controller_target, cfg))
         self.boot_time = psutil.boot_time()
         self.health = HealthCheck(cfg.health_check_program, cfg.health_check_interval,
                                   dict(os.environ, SLURM_CONF=cfg.path, SLURMD_NODENAME=node))
@@ -225,7 +226,7 @@ class Agent:
                                                    self.server)
         node_cfg = self.cfg.nodes[self.node]
         port = node_cfg.port or self.cfg.slurmd_port
-        bound = bind(self.server, f"{node_cfg.addr}:{port}")
+        bound = bind(self.server, f"{node_cfg.addr}:{port}", self.cfg)
         self.server.start()
         self.authsock = self.auth_socket()
         self.authsock.start()

@@ -13,6 +13,19 @@ from ..config import Config, collect
 from ..model import Job
 
 
+DEFAULT_UMASK = 0o022
+
+
+def submitter_umask(environ: dict[str, str]) -> int:
+    """The umask a job's processes get: SLURM_UMASK, which sbatch and srun set to the submitter's
+    (as slurmstepd applies it), so a `umask 077` user's output files are theirs alone. Read
+    whatever --export said, as Slurm does; anything but an octal mode 0..0777 gives 0022."""
+    text = (environ.get("SLURM_UMASK") or "").strip()
+    if text and len(text) <= 4 and all(c in "01234567" for c in text) and int(text, 8) <= 0o777:
+        return int(text, 8)
+    return DEFAULT_UMASK
+
+
 def compress_counts(counts: list[int]) -> str:
     """Slurm's run-length form: [2, 2, 1] -> '2(x2),1'."""
     out, i = [], 0

@@ -1,6 +1,12 @@
 """Slurm's output/error filename patterns: %j %J %x %u %N %n %A %a %s %t %%, and %r (the restart
 count, ours: a file per run of a requeued job), with an optional
-zero-padding width (%4j). Relative names are relative to the job's working directory."""
+zero-padding width (%4j). Relative names are relative to the job's working directory.
+
+Also the shell the job's shim runs, already as the user, to enter that directory: the agent
+(root) never changes into a user's directory itself, which would let anyone read a directory
+they may not enter (a 0755 project under a 0700 home). Slurm's slurmstepd does the same after
+dropping privileges, and says so on the job's stderr when it falls back to /tmp.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +14,19 @@ import os
 from functools import lru_cache
 
 from ..model import Job
+
+
+# bash, with the work directory as $1. `cd -P` is chdir(2) (no logical path); CDPATH cleared so
+# only that directory is tried. The reason is strerror's, as bash words it ("...: Permission
+# denied"), in the C locale as slurmstepd's %m. The output files are not open yet: the message
+# waits in slurm_cd_err for CHDIR_REPORT, after them.
+CHDIR = ('slurm_cd_err=; if ! CDPATH= cd -P -- "${1:-/}" 2>/dev/null; then '
+         'slurm_cd_err=$(LC_ALL=C; CDPATH= cd -P -- "${1:-/}" 2>&1); '
+         'slurm_cd_err="couldn\'t chdir to \\`${1:-/}\': ${slurm_cd_err##*: }: going to /tmp instead"; '
+         'cd /tmp || { echo "slurmstepd: error: $slurm_cd_err" >&2; '
+         'echo "slurmstepd: error: couldn\'t chdir to /tmp either. dying." >&2; exit 1; }; fi; ')
+CHDIR_REPORT = ('[ -z "$slurm_cd_err" ] || echo "slurmstepd: error: $slurm_cd_err" >&2; '
+                'unset slurm_cd_err; ')
 
 
 def expand_pattern(pattern: str, job: Job, node: str, step: str = "batch", task: int = 0,

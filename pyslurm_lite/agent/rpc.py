@@ -29,11 +29,12 @@ class AgentServicer(agent_pb2_grpc.AgentServicer):
     @rpc_method
     def LaunchJobs(self, request, context):
         addrs = dict(a.split("=", 1) for a in request.node_addrs)
+        creds = list(request.credentials)  # one per job, in order; a job without one is refused
         accepted = []
         with self.admit(request.epoch):
-            for msg in request.jobs:
+            for i, msg in enumerate(request.jobs):
                 job = wire.from_msg(msg, Job)
-                self.steps.launch(job, addrs)
+                self.steps.launch(job, addrs, creds[i] if i < len(creds) else "")
                 accepted.append(job.job_id)
         return pb.LaunchJobsReply(accepted=accepted)
 
@@ -41,7 +42,7 @@ class AgentServicer(agent_pb2_grpc.AgentServicer):
     def SignalJobs(self, request, context):
         ids = list(request.job_ids)
         if request.terminate:
-            done = self.steps.terminate(ids, request.reason)
+            done = self.steps.terminate(ids, request.reason, list(request.restart_counts))
         else:
             done = self.steps.signal(ids, request.signal, request.batch_only, request.steps_only)
         return pb.SignalJobsReply(job_ids=done)

@@ -5,15 +5,22 @@ inside the job's cgroup, reaping it, signalling it, and reporting its end (exit 
 OUT_OF_MEMORY). Process tracking and limits are the Tracker's (cgroup.py); filenames are
 iopaths.py's; which cores, cpus.py's.
 
-A job starts as: /bin/sh, already the user, waits on a pipe until the agent has put it in the
-job's cgroup, opens stdout/stderr as the user (so a user can never write where they may not), then
-execs the script. Everything it starts stays in that cgroup, setsid or not, and dies with the job.
+A job starts as: bash, already the user (with the submitter's umask), waits on a pipe until the
+agent has put it in the job's cgroup, changes to the job's directory as the user (Slurm's /tmp
+fallback when it may not), opens stdout/stderr as the user (so a user can never read or write
+where they may not), then execs the script. Everything it starts stays in that cgroup, setsid or
+not, and dies with the job.
+
+Nothing is started without the controller's launch credential (rpc/credential.py): the identity
+the job runs as and what it may use here come from the credential's claims, never from the rest
+of the launch message.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import re
 import selectors
 import signal
 import subprocess
@@ -23,11 +30,14 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from ..config import Config
-from ..model import GpuDevice, Job
+from ..model import GpuDevice, Job, NodeAllocation
+from ..rpc import credential
+from ..rpc.credential import Claims, CredentialError
+from . import spool as spool_mod
 from .cgroup import Limits, Tracker
 from .cpus import CoreMap
-from .env import batch_environment, gpu_environment
-from .iopaths import expand_pattern, output_paths
+from .env import batch_environment, gpu_environment, submitter_umask
+from .iopaths import CHDIR, CHDIR_REPORT, expand_pattern, output_paths
 
 log = logging.getLogger("pyslurm_lite.agent.stepmgr")
 
@@ -46,6 +56,9 @@ def _traversable(path: str) -> bool:
         path = parent
 
 
+_JOB_DIR = re.compile(r"job\d{8,}\.\d+")  # _job_dir's names
+
+
 def job_key(job_id: int) -> str:
     return f"job_{job_id}"
 
@@ -59,10 +72,53 @@ class Running:
     kill_timer: threading.Timer | None = None
 
 
+class Admission:
+    """Which launch credentials this node honours: its own MAC, not expired, for the launch it
+    is presented with, never twice (Replays), never for a run that has ended here
+    (Revocations). Shared by batch scripts and steps."""
+
+    def __init__(self, node: str):
+        self.node = node
+        self.replays = credential.Replays()
+        self.revoked = credential.Revocations()
+
+    def admit(self, cred: str, key: bytes, job_id: int, step) -> Claims:
+        if not cred:
+            raise CredentialError("no launch credential")
+        claims = credential.verify(cred, key, self.node)
+        if claims.job_id != job_id or claims.step != step:
+            raise CredentialError(f"the launch credential is for {claims.job_id}.{claims.step}, "
+                                  f"not {job_id}.{step}")
+        self.revoked.check(claims)
+        self.replays.admit(claims)  # last: a refused launch does not use the credential up
+        return claims
+
+    def revoke(self, job_id: int, restart_count: int) -> None:
+        self.revoked.revoke(job_id, restart_count)
+
+
+def apply_claims(job: Job, claims: Claims) -> None:
+    """Identity and allocation from the credential, over whatever the launch message said, before
+    anything (cgroup limits, cores, GPUs, the environment, the uid) uses them."""
+    spec = job.spec
+    spec.uid, spec.gid, spec.user = claims.uid, claims.gid, claims.user
+    spec.groups = list(claims.groups)
+    job.restart_count = claims.restart_count
+    shares = {n: NodeAllocation(n, s.cpus, s.mem, list(s.gpus)) for n, s in claims.alloc.items()}
+    job.allocations = [shares.pop(a.node, a) for a in job.allocations] + list(shares.values())
+
+
 class StepManager:
     def __init__(self, cfg: Config, node: str, spool: str, report,
-                 gpus: list[GpuDevice] | None = None, tracker: Tracker | None = None):
+                 gpus: list[GpuDevice] | None = None, tracker: Tracker | None = None,
+                 node_key: bytes | None = None):
         self.cfg, self.node, self.spool = cfg, node, spool
+        # This node's key (keys.py, node:NAME), checking batch launch credentials. None only
+        # while the daemon does not hand it over: batch launches are then not checked.
+        self.node_key = node_key
+        if node_key is None:
+            log.warning("no node key: batch launch credentials are NOT checked")
+        self.admission = Admission(node)
         self.report = report  # report(event dict) -> None, delivered to the controller
         self.gpus = gpus or []
         self.tracker = tracker or Tracker()
@@ -77,18 +133,25 @@ class StepManager:
         self._sel = selectors.DefaultSelector()
         self._wake_r, self._wake_w = os.pipe()
         self._sel.register(self._wake_r, selectors.EVENT_READ, None)
-        os.makedirs(spool, mode=0o755, exist_ok=True)
+        spool_mod.prepare(spool)
         if not _traversable(spool):
             log.warning("%s is not reachable by other users (a parent lacks o+x): jobs of users "
                         "other than %s will fail to start", spool, os.getuid())
         threading.Thread(target=self._reap_loop, daemon=True, name="reaper").start()
 
     # ---- launch -------------------------------------------------------------------------------
-    def launch(self, job: Job, node_addrs: dict[str, str]) -> None:
+    def launch(self, job: Job, node_addrs: dict[str, str], cred: str = "") -> None:
         with self.lock:
             known = self.running.get(job.job_id)
             if known is not None and known.job.restart_count >= job.restart_count:
                 return  # a repeated launch message: never run a job twice
+        try:
+            self._admit(job, cred)
+        except CredentialError as e:  # nothing of the job's starts, nothing of another's stops
+            log.warning("launch of job %s refused: %s", job.job_id, e)
+            self.report({"job_id": job.job_id, "restart_count": job.restart_count,
+                         "kind": "launch_failed", "exit_code": 1, "message": str(e)})
+            return
         try:
             # One launch at a time: a script written while another thread forks could be held
             # open by that child, and exec'ing it would fail with ETXTBSY.
@@ -105,23 +168,17 @@ class StepManager:
             self._sel.register(run.pidfd, selectors.EVENT_READ, run)
         os.write(self._wake_w, b"x")
 
+    def _admit(self, job: Job, cred: str) -> None:
+        if self.node_key is None:
+            return  # not wired yet (see __init__)
+        apply_claims(job, self.admission.admit(cred, self.node_key, job.job_id, credential.BATCH))
+
     def _job_dir(self, job: Job) -> str:
         return os.path.join(self.spool, f"job{job.job_id:08d}.{job.restart_count}")
 
-    def _write_script(self, job: Job, as_root: bool) -> str:
-        jdir = self._job_dir(job)
-        os.makedirs(jdir, mode=0o700, exist_ok=True)
-        script = os.path.join(jdir, "slurm_script")
-        fd = os.open(script, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o700)
-        try:
-            if as_root:
-                os.fchown(fd, job.spec.uid, job.spec.gid)
-            os.write(fd, job.spec.script.encode())
-        finally:
-            os.close(fd)
-        if as_root:
-            os.chown(jdir, job.spec.uid, job.spec.gid)
-        return script
+    def _write_script(self, job: Job) -> str:
+        jdir = spool_mod.fresh_dir(self._job_dir(job))
+        return spool_mod.write_script(jdir, job.spec.script, job.spec.uid, job.spec.gid)
 
     def _limits(self, job: Job, node: str = "") -> tuple[Limits, bool]:
         """The job's limits here, and whether its GPUs are fenced by the devices cgroup."""
@@ -139,24 +196,27 @@ class StepManager:
         as_root = os.getuid() == 0
         if not as_root and spec.uid != os.getuid():
             raise PermissionError(f"agent runs as uid {os.getuid()} and cannot run jobs of uid {spec.uid}")
-        script = self._write_script(job, as_root)
+        script = self._write_script(job)
         fenced = self.ensure_job_cgroup(job, self.node)
         key = job_key(job.job_id)
-        gpus = job.allocations[0].gpus
-        env = batch_environment(job, self.cfg, self.node, node_addrs, gpu_environment(gpus, fenced))
+        here = next((a for a in job.allocations if a.node == self.node), job.allocations[0])
+        env = batch_environment(job, self.cfg, self.node, node_addrs, gpu_environment(here.gpus, fenced))
         out, err = output_paths(job, self.node)
         gate_r, gate_w = os.pipe()
         mode = ">>" if spec.open_mode == "append" else ">"
-        redirect = f'exec {mode}"$1" 2>&1' if out == err else f'exec {mode}"$1" 2{mode}"$2"'
+        redirect = f'exec {mode}"$2" 2>&1' if out == err else f'exec {mode}"$2" 2{mode}"$3"'
         # The gate is the shim's stdin. The agent writes "go" once the shim is in the job's
         # cgroup; if the agent dies first, `read` meets end-of-file and the shim gives up, so no
-        # job ever runs outside its cgroup, unseen by the agent that restarts.
-        cmd = (f'read go; [ "$go" = go ] || exit 111; export SLURM_TASK_PID=$$; '
-               f'{redirect} <"$3" || exit 1; shift 3; exec "$0" "$@"')
+        # job ever runs outside its cgroup, unseen by the agent that restarts. Only then, as
+        # the user: the job's directory, then its files (opened where the user may, with the
+        # user's umask), then Slurm's word on a directory it could not enter.
+        cmd = (f'read go; [ "$go" = go ] || exit 111; export SLURM_TASK_PID=$$; {CHDIR}'
+               f'{redirect} <"$4" || exit 1; {CHDIR_REPORT}shift 4; exec "$0" "$@"')
         try:
             proc = subprocess.Popen(
-                ["/bin/sh", "-c", cmd, script, out, err, spec.std_in or "/dev/null", *spec.argv],
-                cwd=spec.work_dir or "/", env=env, start_new_session=True,
+                ["/bin/bash", "-c", cmd, script, spec.work_dir or "/", out, err,
+                 spec.std_in or "/dev/null", *spec.argv],
+                cwd="/", env=env, start_new_session=True, umask=submitter_umask(spec.environment),
                 stdin=gate_r, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                 **self._identity(spec, as_root))
         finally:
@@ -173,8 +233,7 @@ class StepManager:
         os.close(gate_w)
         if self.tracker.name == "proctrack/pgid":
             # without cgroups, the pid file is the only record of what runs here
-            with open(os.path.join(self._job_dir(job), "pid"), "w") as f:
-                f.write(f"{proc.pid} {job.restart_count}\n")
+            spool_mod.write_pid(self._job_dir(job), proc.pid, job.restart_count)
         return Running(job=job, proc=proc, pidfd=os.pidfd_open(proc.pid))
 
     def ensure_job_cgroup(self, job: Job, node: str) -> bool:
@@ -231,17 +290,10 @@ class StepManager:
                 del self.running[run.job.job_id]
 
     def _release(self, job: Job) -> None:
+        # The run is over here: its credentials (the batch script's and its steps') are void.
+        self.admission.revoke(job.job_id, job.restart_count)
         self.release_job(job.job_id)
-        jdir = self._job_dir(job)
-        for name in ("slurm_script", "pid"):  # the spool entry of the batch script
-            try:
-                os.unlink(os.path.join(jdir, name))
-            except FileNotFoundError:
-                pass
-        try:
-            os.rmdir(jdir)
-        except OSError:
-            pass
+        spool_mod.remove(self._job_dir(job))  # whatever is in it: only root could write there
 
     # ---- signals ------------------------------------------------------------------------------
     def signal(self, job_ids: list[int], signo: int, batch_only: bool, steps_only: bool = False
@@ -266,13 +318,17 @@ class StepManager:
             done.append(run.job.job_id)
         return done
 
-    def terminate(self, job_ids: list[int], reason: str) -> list[int]:
+    def terminate(self, job_ids: list[int], reason: str,
+                  restart_counts: list[int] | None = None) -> list[int]:
         """SIGCONT+SIGTERM to the whole job now, SIGKILL after KillWait if anything remains
         (at once for a preempted job: its GraceTime was the warning). On a node without the
-        job's batch script (its steps only), the job is simply over."""
+        job's batch script (its steps only), the job is simply over. restart_counts (aligned
+        with job_ids, -1 unknown) name the runs that end: their credentials are revoked."""
         with self.lock:
             runs = [self.running[j] for j in job_ids if j in self.running]
             others = [j for j in job_ids if j not in self.running]
+            known = {r.job.job_id: r.job.restart_count for r in runs}
+        self._revoke(job_ids, restart_counts or [], known)
         log.info("terminating jobs %s (%s)%s", [r.job.job_id for r in runs], reason,
                  f"; releasing {others}" if others else "")
         for job_id in others:
@@ -290,6 +346,12 @@ class StepManager:
                 run.kill_timer.start()
         return [r.job.job_id for r in runs]
 
+    def _revoke(self, job_ids: list[int], counts: list[int], known: dict[int, int]) -> None:
+        for i, job_id in enumerate(job_ids):
+            count = counts[i] if i < len(counts) and counts[i] >= 0 else known.get(job_id, -1)
+            if count >= 0:  # unknown and not running here: nothing to name, nothing revoked
+                self.admission.revoke(job_id, count)
+
     def clear_leftovers(self) -> list[int]:
         """At start: whatever a previous agent on this node left running is killed (its exit
         status could not be reported), so the controller, which requeues what this agent does
@@ -301,24 +363,17 @@ class StepManager:
                 self.tracker.remove(key)
                 found.append(int(key[4:]))
         for entry in os.scandir(self.spool):
-            if not entry.name.startswith("job"):
+            if not _JOB_DIR.fullmatch(entry.name):
                 continue  # e.g. the endings journal
-            pid_file = os.path.join(entry.path, "pid")
-            if entry.name.startswith("job") and os.path.exists(pid_file):
+            # Only a pid file the agent itself wrote, where no one else could, is believed:
+            # root SIGKILLs the process group it names.
+            pgid = spool_mod.read_trusted_pid(os.path.join(entry.path, spool_mod.PID_FILE))
+            if pgid is not None:
                 try:
-                    os.killpg(int(open(pid_file).read().split()[0]), signal.SIGKILL)
-                except (OSError, ValueError, IndexError):
-                    pass
-            if entry.name.startswith("job") and entry.is_dir():
-                for name in ("slurm_script", "pid"):
-                    try:
-                        os.unlink(os.path.join(entry.path, name))
-                    except FileNotFoundError:
-                        pass
-                try:
-                    os.rmdir(entry.path)
+                    os.killpg(pgid, signal.SIGKILL)
                 except OSError:
                     pass
+            spool_mod.remove(entry.path)
         if found:
             log.warning("killed jobs %s left running by a previous agent on this node", found)
         return found

@@ -2,10 +2,13 @@
 report exits.
 
 One srun connection (a bidirectional gRPC stream) per node of a step:
-  in:  StepLaunch (checked against the controller-signed credential), then stdin / signals;
+  in:  StepLaunch (its credential, signed by the controller, names the step, the identity its
+       tasks run as and the job's allocation here; nothing else in it is trusted for those),
+       then stdin / signals;
   out: started, output chunks (task, stream, bytes), one exit per task; the stream then ends.
 If srun goes away, the step's tasks here are killed. Tasks run as the job's user, in the step's
-cgroup (job_<id>/step_<n>), entered before any of the user's code runs, as batch scripts do.
+cgroup (job_<id>/step_<n>), entered before any of the user's code runs, as batch scripts do; then,
+as the user, they enter the step's directory (Slurm's /tmp fallback) and open their files.
 """
 
 from __future__ import annotations
@@ -22,19 +25,21 @@ from dataclasses import dataclass, field
 from ..rpc import wire
 from .._proto import agent_pb2
 from ..model import Job
-from ..rpc.grpcutil import launch_allowed
-from .env import step_environment, task_environment
-from .iopaths import expand_pattern
+from ..rpc.credential import Claims, CredentialError
+from .env import step_environment, submitter_umask, task_environment
+from .iopaths import CHDIR, CHDIR_REPORT, expand_pattern
+from .stepmgr import apply_claims
 
 log = logging.getLogger("pyslurm_lite.agent.taskmgr")
 
 CHUNK = 65536  # bytes read from a task's pipe at a time
 # bash, not sh: its redirections take the gate's file descriptor number whatever it is
-# (the gate: see stepmgr; without the agent's "go" a task never starts)
+# (the gate: see stepmgr; without the agent's "go" a task never starts). $1 is the step's
+# directory, entered as the user (iopaths.CHDIR); then $2 and $3 the output files, if any.
 _GATE = ('read -r go <&"$GATE_FD"; exec {GATE_FD}<&-; unset GATE_FD; '
-         '[ "$go" = go ] || exit 111; export SLURM_TASK_PID=$$; ')
-SHIM = _GATE + 'exec "$@"'
-SHIM_FILES = _GATE + 'exec >>"$1" 2>>"$2" || exit 1; shift 2; exec "$@"'
+         '[ "$go" = go ] || exit 111; export SLURM_TASK_PID=$$; ' + CHDIR)
+SHIM = _GATE + CHDIR_REPORT + 'shift; exec "$@"'
+SHIM_FILES = _GATE + 'exec >>"$2" 2>>"$3" || exit 1; ' + CHDIR_REPORT + 'shift 3; exec "$@"'
 
 
 @dataclass
@@ -49,9 +54,9 @@ class StepRun:
 
 
 class TaskManager:
-    def __init__(self, steps, node: str, key: bytes):
-        self.steps = steps  # the StepManager: tracker, cores, cfg, limits
-        self.node, self.key = node, key
+    def __init__(self, steps, node: str, node_key: bytes):
+        self.steps = steps  # the StepManager: tracker, cores, cfg, limits, admission
+        self.node, self.node_key = node, node_key  # node_key: keys.py's node:NAME
         self.lock = threading.Lock()
         self.runs: dict[tuple[int, int], StepRun] = {}
 
@@ -63,13 +68,16 @@ class TaskManager:
             return
         launch = first.launch
         job = wire.from_msg(launch.job, Job)
-        nodes = list(launch.step_nodes)
-        if not launch_allowed(self.key, launch.credential, job.job_id, launch.step_id, launch.uid,
-                              nodes, self.node):
-            yield agent_pb2.StepOutput(error="invalid or expired launch credential")
-            return
         try:
-            run = self._launch(job, launch)
+            claims = self.steps.admission.admit(launch.credential, self.node_key, job.job_id,
+                                                launch.step_id)
+        except CredentialError as e:
+            log.warning("step %s.%s refused: %s", job.job_id, launch.step_id, e)
+            yield agent_pb2.StepOutput(error=f"{self.node}: {e}")
+            return
+        apply_claims(job, claims)
+        try:
+            run = self._launch(job, launch, claims)
         except Exception as e:  # the step fails on this node; the agent does not
             log.warning("step %s.%s launch failed: %s", job.job_id, launch.step_id, e)
             yield agent_pb2.StepOutput(error=f"{self.node}: launch failed: {e}")
@@ -126,7 +134,7 @@ class TaskManager:
                     pass
 
     # ---- launching ------------------------------------------------------------------------------
-    def _launch(self, job: Job, launch) -> StepRun:
+    def _launch(self, job: Job, launch, claims: Claims) -> StepRun:
         run = StepRun(job.job_id, launch.step_id)
         with self.lock:
             if (job.job_id, launch.step_id) in self.runs:
@@ -144,7 +152,7 @@ class TaskManager:
         for local, rank in enumerate(ranks):
             env = task_environment(step_env, rank, local, node_index, ranks,
                                    gpus[local] if gpus else None, fenced)
-            run.procs[rank] = self._start_task(job, launch, env, rank, local, run)
+            run.procs[rank] = self._start_task(job, launch, env, rank, local, run, claims)
         return run
 
     def _gpu_split(self, job: Job, ntasks: int, per_task: str) -> list[list[int]]:
@@ -156,25 +164,29 @@ class TaskManager:
             return [here.gpus[i * g:(i + 1) * g] for i in range(ntasks)]
         return [here.gpus] * ntasks
 
-    def _start_task(self, job: Job, launch, env: dict, rank: int, local: int, run: StepRun):
+    def _start_task(self, job: Job, launch, env: dict, rank: int, local: int, run: StepRun,
+                    claims: Claims):
         gate_r, gate_w = os.pipe()
         env = dict(env, GATE_FD=str(gate_r))
         argv = list(launch.argv)
+        cwd = launch.cwd or "/"
         to_files = bool(launch.std_out)
         if to_files:
             out = self._path(launch.std_out, job, launch, rank)
             err = self._path(launch.std_err, job, launch, rank) if launch.std_err else out
-            cmd = ["/bin/bash", "-c", SHIM_FILES, "shim", out, err, *argv]
+            cmd = ["/bin/bash", "-c", SHIM_FILES, "shim", cwd, out, err, *argv]
         else:
-            cmd = ["/bin/bash", "-c", SHIM, "shim", *argv]
+            cmd = ["/bin/bash", "-c", SHIM, "shim", cwd, *argv]
         wants_stdin = rank == 0 or launch.stdin_to_all
         try:
+            # cwd="/": root enters no directory of the user's; the shim does, as the user
             proc = subprocess.Popen(
-                cmd, cwd=launch.cwd or "/", env=env, pass_fds=(gate_r,), start_new_session=True,
+                cmd, cwd="/", env=env, pass_fds=(gate_r,), start_new_session=True,
+                umask=submitter_umask(launch.env),
                 stdin=subprocess.PIPE if wants_stdin else subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL if to_files else subprocess.PIPE,
                 stderr=subprocess.DEVNULL if to_files else subprocess.PIPE,
-                **self.steps.identity_of(launch.uid, launch.gid, list(launch.groups)))
+                **self.steps.identity_of(claims.uid, claims.gid, list(claims.groups)))
         finally:
             os.close(gate_r)
         try:

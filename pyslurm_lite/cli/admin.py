@@ -92,10 +92,11 @@ def cluster():
 @click.option("--mem", default=2000, show_default=True, type=click.IntRange(1), help="MiB per node")
 @click.option("--gpus", default=0, show_default=True, type=click.IntRange(0, 64))
 @click.option("--dir", "directory", required=True, type=click.Path(file_okay=False))
-def up(nodes, cpus, mem, gpus, directory):
+@click.option("--tls", is_flag=True, help="make a CA and certificates; every gRPC link uses TLS")
+def up(nodes, cpus, mem, gpus, directory, tls):
     """Start (or restart) a local cluster in DIR and wait until its nodes are up."""
     from .cluster import up as run
-    run(directory, nodes, cpus, mem, gpus, echo=click.echo)
+    run(directory, nodes, cpus, mem, gpus, echo=click.echo, tls=tls)
 
 
 @cluster.command()

@@ -29,7 +29,7 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def write_config(directory: str, nodes: int, cpus: int, mem: int, gpus: int) -> str:
+def write_config(directory: str, nodes: int, cpus: int, mem: int, gpus: int, tls: bool = False) -> str:
     conf = os.path.join(directory, "slurm.conf")
     names = [f"node{i}" for i in range(1, nodes + 1)]
     lines = [
@@ -45,6 +45,10 @@ def write_config(directory: str, nodes: int, cpus: int, mem: int, gpus: int) -> 
         "SlurmdTimeout=30",
         "KillWait=5",
     ]
+    if tls:  # a CA and one certificate for the daemons, all on loopback
+        from ..rpc.tls import make_local_certs
+        ca, cert, key = make_local_certs(directory, ["localhost", *names], ["127.0.0.1"])
+        lines.append(f"TLSParameters=ca_cert_file={ca},cert_file={cert},cert_key_file={key}")
     gres = f" Gres=gpu:{gpus}" if gpus else ""
     for name in names:
         lines.append(f"NodeName={name} NodeAddr=127.0.0.1 Port={_free_port()} CPUs={cpus} "
@@ -87,12 +91,15 @@ def daemons(directory: str, cfg) -> list[tuple[str, list[str]]]:
     return out
 
 
-def up(directory: str, nodes: int, cpus: int, mem: int, gpus: int, echo=print) -> str:
+def up(directory: str, nodes: int, cpus: int, mem: int, gpus: int, echo=print, tls: bool = False) -> str:
     directory = os.path.abspath(directory)
     os.makedirs(directory, exist_ok=True)
     conf = os.path.join(directory, "slurm.conf")
     if not os.path.exists(conf):
-        write_config(directory, nodes, cpus, mem, gpus)
+        write_config(directory, nodes, cpus, mem, gpus, tls)
+    elif tls and not config_mod.load(conf).tls_ca:
+        raise ConfigError(f"{conf} exists without TLSParameters: --tls applies to a new cluster "
+                          f"directory (or add TLSParameters= yourself)")
     cfg = config_mod.load(conf)
     for name, args in daemons(directory, cfg):
         pid_file = os.path.join(directory, f"{name}.pid")

@@ -103,7 +103,7 @@ def read_directives(text: str) -> list[str]:
 
 def parse_gpus(value: str, flag: str) -> tuple[str, int]:
     """'[type:]N' -> (type, N)."""
-    m = re.fullmatch(r"(?:([A-Za-z0-9_.-]+):)?(\d+)", value or "")
+    m = re.fullmatch(r"(?:([A-Za-z0-9_.-]+):)?([0-9]{1,9})", value or "")
     if not m:
         raise InvalidRequest(f"Invalid {flag} specification: {value}")
     return m.group(1) or "", int(m.group(2))
@@ -119,7 +119,7 @@ def parse_gres(values: list[str]) -> list[GresRequest]:
                 raise InvalidRequest("Invalid generic resource (gres) specification")
             count = 1
             gtype = ""
-            if len(parts) >= 2 and parts[-1].isdigit():
+            if len(parts) >= 2 and _is_count(parts[-1]):
                 count = int(parts[-1])
                 gtype = parts[1] if len(parts) == 3 else ""
             elif len(parts) == 2:
@@ -130,8 +130,13 @@ def parse_gres(values: list[str]) -> list[GresRequest]:
     return out
 
 
+def _is_count(text: str) -> bool:
+    """ASCII digits that int() takes at once ('²'.isdigit() is true; 5000 digits are refused)."""
+    return text.isascii() and text.isdigit() and len(text) <= 9
+
+
 def parse_nodes(value: str) -> int:
-    m = re.fullmatch(r"(\d+)(?:-(\d+))?", value.strip())
+    m = re.fullmatch(r"([0-9]{1,9})(?:-([0-9]{1,9}))?", value.strip())
     if not m or int(m.group(1)) < 1:
         raise InvalidRequest(f"Invalid node count specification: {value}")
     return int(m.group(1))
@@ -142,6 +147,18 @@ def parse_array(value: str) -> str:
     from ..arrays import parse
     parse(value)
     return value
+
+
+def with_umask(environ) -> dict[str, str]:
+    """environ plus SLURM_UMASK, the submitter's umask in 4 octal digits, unless already set (a
+    step inside a job keeps the job's), as Slurm's sbatch and srun do: the agent applies it to
+    the job's processes, so their files get the submitter's permissions."""
+    env = dict(environ)
+    if "SLURM_UMASK" not in env:
+        mask = os.umask(0)  # the only way to read it; set straight back
+        os.umask(mask)
+        env["SLURM_UMASK"] = f"{mask:04o}"
+    return env
 
 
 def export_environment(export: str, environ: dict[str, str]) -> tuple[str, dict[str, str]]:
@@ -178,7 +195,7 @@ def spec_from_args(ns, script: str, cwd: str) -> JobSpec:
     _memory_and_gpus(ns, spec)
     _io(ns, spec)
     _placement_and_time(ns, spec)
-    spec.export, spec.environment = export_environment(ns.export, dict(os.environ))
+    spec.export, spec.environment = export_environment(ns.export, with_umask(os.environ))
     spec.uid, spec.gid, spec.groups = os.getuid(), os.getgid(), os.getgroups()
     return spec
 

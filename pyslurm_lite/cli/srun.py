@@ -17,7 +17,7 @@ import threading
 import time
 
 from .common import SlurmArgParser, run
-from .sbatch import add_job_options, export_environment
+from .sbatch import add_job_options, export_environment, with_umask
 
 PROG = "srun"
 RETRY = 0.5  # seconds between tries to create a step on busy nodes
@@ -77,8 +77,8 @@ class Output:
 class StepSession:
     """One step: a LaunchStep stream per node, their outputs, stdin to task 0, signals."""
 
-    def __init__(self, reply, launch_base, output: Output):
-        self.reply, self.base, self.output = reply, launch_base, output
+    def __init__(self, reply, launch_base, output: Output, cfg=None):
+        self.reply, self.base, self.output, self.cfg = reply, launch_base, output, cfg
         self.queues = {n.name: queue.Queue() for n in reply.nodes}
         self.exits: dict[int, tuple[int, int, str]] = {}
         self.errors: list[str] = []
@@ -97,7 +97,7 @@ class StepSession:
             launch.task_ids.extend(node.task_ids)
             launch.node_id = index
             launch.node_addrs.extend(addrs)
-            stub = agent_pb2_grpc.AgentStub(client_channel(node.target))
+            stub = agent_pb2_grpc.AgentStub(client_channel(node.target, self.cfg))
             t = threading.Thread(target=self._node, daemon=True,
                                  args=(stub, node, launch, agent_pb2, grpc))
             t.start()
@@ -173,7 +173,7 @@ def _exit_status(exits: dict, expected: int) -> tuple[int, int, list[str]]:
 
 def _launch_base(ns, reply, cfg):
     from .._proto import agent_pb2
-    _, env = export_environment(ns.export, dict(os.environ))
+    _, env = export_environment(ns.export, with_umask(os.environ))
     if ns.label:
         env["SLURM_LABELIO"] = "1"
     if ns.ntasks_per_node:
@@ -245,7 +245,8 @@ def run_step(client, job_id: int, ns) -> int:
     from .._proto import controller_pb2 as pb
     reply = create_step(client, job_id, ns)
     width = len(str(max(sum(len(n.task_ids) for n in reply.nodes) - 1, 0)))
-    session = StepSession(reply, _launch_base(ns, reply, client.cfg), Output(bool(ns.label), width))
+    session = StepSession(reply, _launch_base(ns, reply, client.cfg), Output(bool(ns.label), width),
+                          client.cfg)
     _install_signals(session, job_id, reply.step_id)
     session.start()
     session.send_stdin(reply.nodes[0].name)

@@ -193,7 +193,7 @@ class Controller:
         controller_pb2_grpc.add_ControllerServicer_to_server(servicer, self.server)
         # the address SlurmctldHost names, not every interface
         host = self.cfg.controller_addr or self.cfg.controller_host
-        port = bind_port(self.server, bind or f"{host}:{self.cfg.controller_port}")
+        port = bind_port(self.server, bind or f"{host}:{self.cfg.controller_port}", self.cfg)
         self.server.start()
         self.authsock = self.auth_socket(keyring)
         self.authsock.start()

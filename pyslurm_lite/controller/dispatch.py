@@ -39,7 +39,7 @@ class Dispatcher:
             if stub is None:
                 cfg = self.s.cfg.nodes[node]
                 target = f"{cfg.addr}:{cfg.port or self.s.cfg.slurmd_port}"
-                stub = agent_pb2_grpc.AgentStub(client_channel(target))
+                stub = agent_pb2_grpc.AgentStub(client_channel(target, self.s.cfg))
                 self._stubs[node] = stub
             return stub
 

@@ -18,7 +18,7 @@ from ..sched import Plan
 from ..units import parse_signal_spec
 from .auth import Caller, Users, allowed, require
 from .state import ClusterState
-from .validate import validate_spec
+from .validate import check_job_counts, validate_spec
 
 __all__ = ["Caller", "Effects", "Ending", "JobFilter", "JobManager", "Launch", "Signal"]
 
@@ -113,27 +113,44 @@ class JobManager:
 
     def _submit_array(self, spec: JobSpec, caller: Caller) -> int:
         """An array is a job per index, with consecutive ids from the array's own, committed
-        together; returns the array's id (the first task's)."""
+        together; returns the array's id (the first task's). The spec is checked once, and its
+        size before any task is made (MaxArraySize)."""
         from .. import arrays
-        indices, limit = arrays.parse(spec.array)
-        tasks = [dataclasses.replace(spec, environment=dict(spec.environment)) for _ in indices]
-        with self.s.lock:
-            first = self.s.next_job_id
-        ids = self.submit_many(tasks, caller, array=(indices, limit, arrays.fold(indices)))
-        assert ids[0] >= first
-        return ids[0]
+        self.users.bind_submission(spec, caller)
+        part, limit = validate_spec(self.s.cfg, spec, self.s.reservations,
+                                    operator=allowed("negative_nice", caller))
+        indices, throttle = arrays.parse(spec.array, self.s.cfg.max_array_size)
+        tasks = [(dataclasses.replace(spec, environment=dict(spec.environment)), part, limit)
+                 for _ in indices]
+        return self._accept(tasks, caller, array=(indices, throttle, arrays.fold(indices)))[0]
 
-    def submit_many(self, specs: list[JobSpec], caller: Caller, array=None) -> list[int]:
+    def submit_many(self, specs: list[JobSpec], caller: Caller) -> list[int]:
         """Validate every spec (all or nothing), commit the jobs, then make them visible."""
         checked = []
         for spec in specs:
             self.users.bind_submission(spec, caller)
             checked.append((spec, *validate_spec(self.s.cfg, spec, self.s.reservations,
-                                                 operator=caller.is_operator)))
+                                                 operator=allowed("negative_nice", caller))))
+        return self._accept(checked, caller)
+
+    def _active_counts(self) -> dict[tuple[str, str], int]:
+        """Jobs held now, by (user, QOS): only when some QOS limits submissions per user."""
+        if all(q.max_submit_jobs_per_user < 0 for q in self.s.cfg.qos.values()):
+            return {}
+        counts: dict[tuple[str, str], int] = {}
+        for job in self.s.active_jobs():
+            key = (job.spec.user, job.spec.qos or "normal")
+            counts[key] = counts.get(key, 0) + 1
+        return counts
+
+    def _accept(self, checked: list, caller: Caller, array=None) -> list[int]:
+        """Checked (spec, partition, time limit) triples become jobs: ids, commit, visible."""
         now = self.s.clock()
-        with self.s.lock:
+        with self.s.lock:  # counted and numbered together: two submitters cannot both fit
+            check_job_counts(self.s.cfg, [c[0] for c in checked], len(self.s.active),
+                             self._active_counts(), caller.user)
             first = self.s.next_job_id
-            self.s.next_job_id += len(specs)
+            self.s.next_job_id += len(checked)
         jobs, scripts = [], []
         for job_id, (spec, part, limit) in enumerate(checked, first):
             jobs.append(Job(job_id=job_id, spec=spec, submit_time=now,
@@ -164,8 +181,9 @@ class JobManager:
     def find(self, flt: JobFilter, caller: Caller | None = None) -> list[Job]:
         """Jobs matching flt that the caller may see (PrivateData=jobs hides others' jobs)."""
         jobs = self._find(flt)
-        if caller is not None and "jobs" in self.s.cfg.private_data and not caller.is_operator:
-            jobs = [j for j in jobs if j.spec.uid == caller.uid]
+        private = "jobs" in self.s.cfg.private_data
+        if caller is not None and not allowed("view", caller, None, private):
+            jobs = [j for j in jobs if allowed("view", caller, j.spec.uid, private)]
         return jobs
 
     def _find(self, flt: JobFilter) -> list[Job]:

@@ -8,8 +8,9 @@ only there, once it has begun. Every change is committed before it takes effect.
 
 from __future__ import annotations
 
-from ..errors import InvalidRequest, NotFound, PermissionDenied
+from ..errors import InvalidRequest, NotFound
 from ..model import JobState, Reservation
+from .auth import require
 from .job_mgr import Caller
 from .state import ClusterState
 
@@ -19,8 +20,7 @@ class ReservationManager:
         self.s = state
 
     def create(self, resv: Reservation, node_count: int, partition: str, caller: Caller) -> str:
-        if not caller.is_operator:
-            raise PermissionDenied("Access/permission denied")
+        require("reservation", caller)
         if resv.end_time <= resv.start_time:
             raise InvalidRequest("Error creating the reservation: Invalid time specification "
                                  "(EndTime must follow StartTime)")
@@ -64,8 +64,7 @@ class ReservationManager:
         return free[:count]
 
     def delete(self, name: str, caller: Caller) -> None:
-        if not caller.is_operator:
-            raise PermissionDenied("Access/permission denied")
+        require("reservation", caller)
         with self.s.lock:
             if name not in self.s.reservations:
                 raise NotFound(f"Reservation {name} not found")

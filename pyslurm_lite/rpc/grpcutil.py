@@ -51,7 +51,11 @@ SERVER_OPTIONS = [
 ]
 
 
-def client_channel(target: str) -> grpc.Channel:
+def client_channel(target: str, cfg=None) -> grpc.Channel:
+    """A channel to target; over TLS, checked against the CA, when cfg has TLSParameters."""
+    from . import tls
+    if cfg is not None and tls.enabled(cfg):
+        return grpc.secure_channel(target, tls.channel_credentials(cfg), options=CHANNEL_OPTIONS)
     return grpc.insecure_channel(target, options=CHANNEL_OPTIONS)
 
 
@@ -88,13 +92,16 @@ def daemon_metadata(key: bytes, sender: str, method: str) -> tuple:
 BIND_PATIENCE = 10.0  # seconds a restarting daemon waits for its port (a killed predecessor's)
 
 
-def bind(server, address: str) -> int:
-    """add_insecure_port, retried while the port is still held (the daemon this one replaces
-    may not be gone yet); raises OSError naming the address when it never frees."""
+def bind(server, address: str, cfg=None) -> int:
+    """Listen on address (over TLS when cfg has TLSParameters), retried while the port is still
+    held (the daemon this one replaces may not be gone yet); raises OSError naming the address
+    when it never frees."""
+    from . import tls
+    creds = tls.server_credentials(cfg) if cfg is not None and tls.enabled(cfg) else None
     deadline = time.monotonic() + BIND_PATIENCE
     while True:
         try:
-            port = server.add_insecure_port(address)
+            port = server.add_secure_port(address, creds) if creds else server.add_insecure_port(address)
         except RuntimeError:
             port = 0
         if port:

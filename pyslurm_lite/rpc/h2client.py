@@ -97,9 +97,10 @@ class Channel:
     """Unary calls to one gRPC server at host:port. The connection is opened at the first call
     and kept for the next ones; one call at a time (not thread-safe)."""
 
-    def __init__(self, target: str):
+    def __init__(self, target: str, ssl_context=None):
         host, _, port = target.rpartition(":")
         self.host, self.port, self.authority = host.strip("[]"), int(port), target
+        self.ssl_context = ssl_context  # TLS (rpc/tls.py) when set, else cleartext h2c
         self._conn: _Connection | None = None
 
     def unary(self, path: str, request: bytes, metadata=(), timeout: float = 30.0) -> bytes:
@@ -111,7 +112,7 @@ class Channel:
             if self._conn is not None and not self._conn.reusable():
                 self.close()
             if self._conn is None:
-                self._conn = _Connection(self.host, self.port, deadline)
+                self._conn = _Connection(self.host, self.port, deadline, self.ssl_context)
             try:
                 return self._conn.unary(self.authority, path, request, metadata, deadline)
             except _Unprocessed:
@@ -146,12 +147,32 @@ def connect(host: str, port: int, timeout: float):
     raise error
 
 
+class _WantRead(Exception):
+    """Stands for ssl.SSLWantReadError until a TLS connection imports ssl."""
+
+
+def _tls(raw, ctx, host: str):
+    """The TCP connection wrapped in TLS, the server checked against the CA, h2 agreed."""
+    global _WantRead
+    import socket
+    import ssl
+    _WantRead = ssl.SSLWantReadError
+    sock = ctx.wrap_socket(socket.socket(fileno=raw.detach()), server_hostname=host)
+    if sock.selected_alpn_protocol() != "h2":
+        sock.close()
+        raise OSError(f"the server at {host} did not agree to HTTP/2 over TLS")
+    return sock
+
+
 class _Connection:
     """One HTTP/2 connection, client side: frames in and out, the peer's settings, windows."""
 
-    def __init__(self, host: str, port: int, deadline: float):
+    def __init__(self, host: str, port: int, deadline: float, ssl_context=None):
+        self.scheme = "https" if ssl_context else "http"
         try:
             self.sock = connect(host, port, _remaining(deadline))
+            if ssl_context is not None:
+                self.sock = _tls(self.sock, ssl_context, host)
         except TimeoutError:
             raise RpcFailure(DEADLINE_EXCEEDED, f"timed out connecting to {host}:{port}") from None
         except OSError as e:
@@ -189,7 +210,7 @@ class _Connection:
                     return False
                 self.buf = self.buf[self.pos:] + chunk
                 self.pos = 0
-        except BlockingIOError:
+        except (BlockingIOError, _WantRead):
             pass
         except OSError:
             return False
@@ -208,7 +229,7 @@ class _Connection:
         self.stream_window = self.peer_initial_window
         reply = _Reply(self, sid)
         try:
-            headers = [(":method", "POST"), (":scheme", "http"), (":path", path),
+            headers = [(":method", "POST"), (":scheme", self.scheme), (":path", path),
                        (":authority", authority), ("content-type", "application/grpc"),
                        ("te", "trailers"), ("user-agent", USER_AGENT),
                        ("grpc-accept-encoding", "identity"),

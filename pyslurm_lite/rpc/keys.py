@@ -89,12 +89,13 @@ def parse_key_text(text: str, path: str) -> KeyRing:
         raise ConfigError(f"the cluster key {path} is empty or malformed: expected one line of hex "
                           f"(the cluster key) or 'node:NAME HEX' (a node's key)")
     try:
-        key = bytes.fromhex(hexkey) if scope != CLUSTER else hexkey.encode()
+        raw = bytes.fromhex(hexkey)
     except ValueError:
         raise ConfigError(f"the key in {path} is not hex") from None
-    if len(key) < MIN_KEY_BYTES:
-        raise ConfigError(f"the key in {path} is too short ({len(key)} bytes; at least {MIN_KEY_BYTES})")
-    return KeyRing(scope, key)
+    if len(raw) < MIN_KEY_BYTES:
+        raise ConfigError(f"the key in {path} is too short ({len(raw)} bytes; at least {MIN_KEY_BYTES})")
+    # the cluster key signs as its hex text (as auth.key always has), a derived key as bytes
+    return KeyRing(scope, hexkey.encode() if scope == CLUSTER else raw)
 
 
 def load(path: str) -> KeyRing:

@@ -33,7 +33,9 @@ from dataclasses import dataclass
 from ..errors import SlurmError, Unauthenticated
 
 USER_VERSION, DAEMON_VERSION = "u1", "d1"
-from .common import CONTROLLER_AUDIENCE as CONTROLLER  # noqa: F401 audience of users' tokens, sender of its calls
+from .common import CONTROLLER_AUDIENCE
+
+CONTROLLER = CONTROLLER_AUDIENCE  # the audience of users' tokens, and the sender of its own calls
 CLOCK_SKEW = 30.0  # seconds two hosts' clocks may disagree
 DAEMON_TTL = 60.0  # seconds a daemon token is good for
 

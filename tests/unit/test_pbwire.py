@@ -229,14 +229,25 @@ class Recorder(controller_pb2_grpc.ControllerServicer):
 
 
 @pytest.fixture(scope="module")
-def recorder():
+def auth_socket(tmp_path_factory):
+    """An auth socket whose tokens are just counted strings (the fake servers check none)."""
+    from pyslurm_lite.rpc.authsock import AuthSocketServer
+    sock = AuthSocketServer(str(tmp_path_factory.mktemp("run") / "sack.socket"),
+                            lambda uid, gid, aud: f"{aud}:{uid}", frozenset({"slurmctld"}))
+    sock.start()
+    yield sock.path
+    sock.close()
+
+
+@pytest.fixture(scope="module")
+def recorder(auth_socket):
     import grpc
     rec = Recorder()
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
     controller_pb2_grpc.add_ControllerServicer_to_server(rec, server)
     port = server.add_insecure_port("127.0.0.1:0")
     server.start()
-    yield rec, types.SimpleNamespace(controller_target=f"127.0.0.1:{port}")
+    yield rec, types.SimpleNamespace(controller_target=f"127.0.0.1:{port}", auth_socket=auth_socket)
     server.stop(None)
 
 
@@ -255,7 +266,7 @@ def test_client_submit_sends_the_same_over_both_transports(recorder):
     assert sent["h2"] == sent["grpcio"] and sent["h2"][0].user and sent["h2"][0].uid == os.getuid()
 
 
-def test_client_submit_over_h2_maps_errors():
+def test_client_submit_over_h2_maps_errors(auth_socket):
     from pyslurm_lite import errors
     from pyslurm_lite.client import Client
     import socket
@@ -263,7 +274,7 @@ def test_client_submit_over_h2_maps_errors():
     s.bind(("127.0.0.1", 0))
     port = s.getsockname()[1]
     s.close()
-    cfg = types.SimpleNamespace(controller_target=f"127.0.0.1:{port}")
+    cfg = types.SimpleNamespace(controller_target=f"127.0.0.1:{port}", auth_socket=auth_socket)
     client = Client(cfg=cfg, transport="h2")
     with pytest.raises(errors.ControllerUnreachable):
         client.submit(JobSpec(user="u"))
@@ -277,12 +288,15 @@ def test_sbatch_path_does_not_import_protobuf():
         "from pyslurm_lite.client import Client\n"
         "from pyslurm_lite.model import JobSpec\n"
         "import pyslurm_lite.client as c\n"
-        "link = c._H2Link('127.0.0.1:1')\n"
+        "import pyslurm_lite.rpc.common as rc\n"
+        "rc.user_metadata = lambda path: ()\n"
+        "cfg = types.SimpleNamespace(controller_target='127.0.0.1:1', auth_socket='/nonexistent')\n"
+        "link = c._H2Link(cfg)\n"
         "def unary(path, body, metadata, timeout):\n"
         "    print(path)\n"
         "    return b'\\x08\\x2a'\n"
         "link.channel.unary = unary\n"
-        "cl = Client(cfg=types.SimpleNamespace(controller_target='127.0.0.1:1'), transport='h2')\n"
+        "cl = Client(cfg=cfg, transport='h2')\n"
         "cl._link = link\n"
         "print(cl.submit(JobSpec(user='u')))\n"
         "bad = sorted(m for m in sys.modules if m.startswith('google') or m.endswith('_pb2'))\n"
