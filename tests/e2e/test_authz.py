@@ -486,3 +486,55 @@ def test_controller_listens_only_on_its_address(world):
     # grpc may listen on an IPv6 socket bound to the v4-mapped loopback: the same address
     assert {c.laddr.ip.removeprefix("::ffff:") for c in listening} == {"127.0.0.1"}, listening
     assert {c.pid for c in listening} == {pid}
+
+
+# ---- stated identity fields: refused, or replaced by the system's ---------------------------------
+def _submit_in_process(w: World, user, spec_fields: str) -> subprocess.CompletedProcess:
+    """The Python client, run as user, submitting a JobSpec with the fields the user states."""
+    code = ("import os\n"
+            "from pyslurm_lite.client import Client\n"
+            "from pyslurm_lite.model import JobSpec\n"
+            f"spec = JobSpec(script='#!/bin/sh\\nid -u; id -g; id -G\\n', work_dir=os.getcwd(), {spec_fields})\n"
+            "print(Client().submit(spec))\n")
+    return w.run(user, f"{w.bin_dir}/python -c {shlex.quote(code)}")
+
+
+def test_stated_gid_outside_the_users_groups_is_refused(world):
+    w, u = world, world.owner
+    r = _submit_in_process(w, u, f"uid={u.pw_uid}, gid=0, groups=[0, 42, 6], user='root'")
+    _denied(r)
+    assert not re.search(r"^\d+$", r.stdout, re.M), "a job was queued"
+
+
+def test_stated_groups_and_name_are_replaced_by_the_systems(world, tmp_path):
+    w, u = world, world.owner
+    r = _submit_in_process(w, u, f"uid={u.pw_uid}, gid={u.pw_gid}, groups=[0, 42, 6], "
+                                 f"user='{w.other.pw_name}', std_out='/tmp/plt-groups-%j.out'")
+    assert r.returncode == 0, r.stderr
+    job_id = int(r.stdout.split()[-1])
+    try:
+        assert wait_final(w.cluster, job_id) == "COMPLETED"
+        out = open(f"/tmp/plt-groups-{job_id}.out").read().split("\n")
+        real = sorted(os.getgrouplist(u.pw_name, u.pw_gid))
+        assert out[0] == str(u.pw_uid) and out[1] == str(u.pw_gid)
+        assert sorted(map(int, out[2].split())) == real  # not root's 0, 42, 6
+        assert w.job(job_id)["UserId"].startswith(f"{u.pw_name}(")
+    finally:
+        if os.path.exists(f"/tmp/plt-groups-{job_id}.out"):
+            os.unlink(f"/tmp/plt-groups-{job_id}.out")
+
+
+def test_a_step_in_another_users_job_is_refused(world):
+    """srun --jobid=VICTIM as another user: refused, and nothing of it runs in the job."""
+    w = world
+    victim_job = w.running(w.owner)
+    try:
+        marker = f"/tmp/plt-step-{victim_job}"
+        r = w.run(w.other, f"srun --jobid={victim_job} touch {marker}", timeout=60)
+        _denied(r)
+        time.sleep(SETTLE)
+        assert not os.path.exists(marker)
+        r = w.run(w.operator, f"srun --jobid={victim_job} id -u", timeout=60)
+        assert r.returncode == 0 and r.stdout.strip() == str(w.owner.pw_uid), (r.stdout, r.stderr)
+    finally:
+        w.cancel(victim_job)
