@@ -12,7 +12,6 @@ from __future__ import annotations
 import logging
 import os
 import queue
-import signal
 import subprocess
 import threading
 import time
@@ -39,6 +38,8 @@ from .journal import EndingsJournal
 from .rpc import AgentServicer
 from .stepmgr import StepManager
 from .taskmgr import TaskManager
+
+from ..service import wait_for_stop
 
 log = logging.getLogger("pyslurm_lite.agent")
 
@@ -279,11 +280,5 @@ def main(node: str, conf_path: str | None = None, pid_file: str | None = None) -
     cfg = config_mod.load(conf_path)
     agent = Agent(cfg, node)
     agent.start()
-    if pid_file:
-        with open(pid_file, "w") as f:
-            f.write(f"{os.getpid()}\n")
-    done = threading.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: done.set())
-    done.wait()
+    wait_for_stop(pid_file)
     agent.shutdown()

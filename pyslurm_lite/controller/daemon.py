@@ -12,7 +12,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
-import signal
 import threading
 import time
 from concurrent import futures
@@ -34,6 +33,8 @@ from .rpc import ControllerServicer
 from .state import ClusterState
 from .step_mgr import StepManager
 from .store import Store
+
+from ..service import wait_for_stop
 
 log = logging.getLogger("pyslurm_lite.controller")
 
@@ -234,11 +235,5 @@ def main(conf_path: str | None = None, pid_file: str | None = None) -> None:
     cfg = config_mod.load(conf_path)
     ctl = Controller(cfg)
     ctl.start()
-    if pid_file:
-        with open(pid_file, "w") as f:
-            f.write(f"{os.getpid()}\n")
-    done = threading.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: done.set())
-    done.wait()
+    wait_for_stop(pid_file)
     ctl.shutdown()

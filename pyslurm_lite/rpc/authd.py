@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import logging
 import os
-import signal
-import threading
 
 from .. import config as config_mod
 from ..errors import ConfigError
 from . import keys, tokens
 from .authsock import AuthSocketServer
+
+from ..service import wait_for_stop
 
 log = logging.getLogger("pyslurm_lite.authd")
 
@@ -38,11 +38,5 @@ def main(conf_path: str | None, host: str | None, pid_file: str | None) -> None:
     srv = server(cfg, host or os.uname().nodename)
     srv.start()
     log.info("authd serving user tokens on %s", cfg.auth_socket)
-    if pid_file:
-        with open(pid_file, "w") as f:
-            f.write(f"{os.getpid()}\n")
-    done = threading.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: done.set())
-    done.wait()
+    wait_for_stop(pid_file)
     srv.close()
