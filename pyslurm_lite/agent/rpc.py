@@ -28,7 +28,7 @@ class AgentServicer(agent_pb2_grpc.AgentServicer):
 
     @rpc_method
     def LaunchJobs(self, request, context):
-        addrs = dict(a.split("=", 1) for a in request.node_addrs)
+        addrs = dict(a.split("=", 1) for a in request.node_addrs if "=" in a)
         creds = list(request.credentials)  # one per job, in order; a job without one is refused
         accepted = []
         with self.admit(request.epoch):

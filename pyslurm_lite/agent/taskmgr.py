@@ -67,12 +67,12 @@ class TaskManager:
             yield agent_pb2.StepOutput(error="the first message must be a launch")
             return
         launch = first.launch
-        job = wire.from_msg(launch.job, Job)
-        try:
-            claims = self.steps.admission.admit(launch.credential, self.node_key, job.job_id,
+        try:  # the credential first: nothing of an unchecked message is used
+            claims = self.steps.admission.admit(launch.credential, self.node_key, launch.job.job_id,
                                                 launch.step_id)
-        except CredentialError as e:
-            log.warning("step %s.%s refused: %s", job.job_id, launch.step_id, e)
+            job = wire.from_msg(launch.job, Job)
+        except (CredentialError, ValueError) as e:
+            log.warning("step %s.%s refused: %s", launch.job.job_id, launch.step_id, e)
             yield agent_pb2.StepOutput(error=f"{self.node}: {e}")
             return
         apply_claims(job, claims)
@@ -141,7 +141,7 @@ class TaskManager:
                 raise RuntimeError("step already launched here")
             self.runs[(job.job_id, launch.step_id)] = run
         fenced = self.steps.ensure_job_cgroup(job, self.node)
-        addrs = dict(a.split("=", 1) for a in launch.node_addrs)
+        addrs = dict(a.split("=", 1) for a in launch.node_addrs if "=" in a)
         nodes = list(launch.step_nodes)
         node_index = nodes.index(self.node)
         step_env = step_environment(job, self.steps.cfg, self.node, dict(launch.env), launch.step_id,

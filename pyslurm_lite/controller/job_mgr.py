@@ -126,6 +126,8 @@ class JobManager:
 
     def submit_many(self, specs: list[JobSpec], caller: Caller) -> list[int]:
         """Validate every spec (all or nothing), commit the jobs, then make them visible."""
+        if not specs:
+            return []
         checked = []
         for spec in specs:
             self.users.bind_submission(spec, caller)
