@@ -16,12 +16,12 @@ from functools import lru_cache
 from ..model import Job
 
 
-# bash, with the work directory as $1. `cd -P` is chdir(2) (no logical path); CDPATH cleared so
-# only that directory is tried. The reason is strerror's, as bash words it ("...: Permission
-# denied"), in the C locale as slurmstepd's %m. The output files are not open yet: the message
-# waits in slurm_cd_err for CHDIR_REPORT, after them.
+# sh, with the work directory as $1. `cd -P` is chdir(2) (no logical path); CDPATH cleared so
+# only that directory is tried. Only when it fails, bash (whose cd, unlike dash's, says
+# strerror's reason: "...: Permission denied", in the C locale as slurmstepd's %m) words why.
+# The output files are not open yet: the message waits in slurm_cd_err for CHDIR_REPORT.
 CHDIR = ('slurm_cd_err=; if ! CDPATH= cd -P -- "${1:-/}" 2>/dev/null; then '
-         'slurm_cd_err=$(LC_ALL=C; CDPATH= cd -P -- "${1:-/}" 2>&1); '
+         'slurm_cd_err=$(LC_ALL=C CDPATH= /bin/bash -c \'cd -P -- "$1"\' slurmstepd "${1:-/}" 2>&1); '
          'slurm_cd_err="couldn\'t chdir to \\`${1:-/}\': ${slurm_cd_err##*: }: going to /tmp instead"; '
          'cd /tmp || { echo "slurmstepd: error: $slurm_cd_err" >&2; '
          'echo "slurmstepd: error: couldn\'t chdir to /tmp either. dying." >&2; exit 1; }; fi; ')

@@ -47,13 +47,23 @@ def prepare(spool: str) -> None:
 
 
 def remove(path: str) -> None:
-    """Remove a spool entry without following any symlink in or at it."""
+    """Remove a spool entry without following any symlink in or at it. A job directory holds
+    what the agent put there (the script, a pid file): those go by name; anything else, or a
+    directory that does not empty so, goes through the symlink-safe rmtree."""
     try:
         st = os.lstat(path)
     except FileNotFoundError:
         return
     if stat.S_ISDIR(st.st_mode):
-        shutil.rmtree(path, ignore_errors=True)
+        for name in (SCRIPT, PID_FILE):
+            try:
+                os.unlink(os.path.join(path, name))  # unlink never follows a symlink
+            except (FileNotFoundError, IsADirectoryError, PermissionError):
+                pass
+        try:
+            os.rmdir(path)
+        except OSError:
+            shutil.rmtree(path, ignore_errors=True)
     else:
         try:
             os.unlink(path)
@@ -64,8 +74,11 @@ def remove(path: str) -> None:
 def fresh_dir(path: str) -> str:
     """A new, empty job directory owned by the agent: whatever had its name (a run of a reused
     job id, something planted) is removed first, never entered."""
-    remove(path)
-    os.mkdir(path, JOB_DIR_MODE)
+    try:
+        os.mkdir(path, JOB_DIR_MODE)
+    except FileExistsError:
+        remove(path)
+        os.mkdir(path, JOB_DIR_MODE)
     os.chmod(path, JOB_DIR_MODE)  # the agent's umask may have narrowed it
     return path
 

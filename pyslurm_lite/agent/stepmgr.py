@@ -5,7 +5,7 @@ inside the job's cgroup, reaping it, signalling it, and reporting its end (exit 
 OUT_OF_MEMORY). Process tracking and limits are the Tracker's (cgroup.py); filenames are
 iopaths.py's; which cores, cpus.py's.
 
-A job starts as: bash, already the user (with the submitter's umask), waits on a pipe until the
+A job starts as: /bin/sh, already the user (with the submitter's umask), waits on a pipe until the
 agent has put it in the job's cgroup, changes to the job's directory as the user (Slurm's /tmp
 fallback when it may not), opens stdout/stderr as the user (so a user can never read or write
 where they may not), then execs the script. Everything it starts stays in that cgroup, setsid or
@@ -214,7 +214,7 @@ class StepManager:
                f'{redirect} <"$4" || exit 1; {CHDIR_REPORT}shift 4; exec "$0" "$@"')
         try:
             proc = subprocess.Popen(
-                ["/bin/bash", "-c", cmd, script, spec.work_dir or "/", out, err,
+                ["/bin/sh", "-c", cmd, script, spec.work_dir or "/", out, err,
                  spec.std_in or "/dev/null", *spec.argv],
                 cwd="/", env=env, start_new_session=True, umask=submitter_umask(spec.environment),
                 stdin=gate_r, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
