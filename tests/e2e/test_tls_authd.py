@@ -38,6 +38,9 @@ from pyslurm_lite.rpc.grpcutil import client_channel, daemon_metadata
 
 from conftest import BIN_DIR, PYSLURM_LITE, UP_TIMEOUT, Cluster, cli_env, run_cmd, wait_final
 
+if shutil.which("openssl") is None:  # .ci/run installs it; `cluster up --tls` needs it
+    pytest.skip("no openssl command: cluster up --tls cannot make certificates", allow_module_level=True)
+
 SHAPE = (2, 2, 2000, 0)  # nodes, CPUs, MiB, GPUs: no GPUs, so slurm.conf needs no gres.conf
 TEST_USER = "pyslurmtest"
 START_REFUSAL_TIMEOUT = 30.0  # seconds a daemon that must refuse to start is given
