@@ -110,14 +110,10 @@ def apply_claims(job: Job, claims: Claims) -> None:
 
 class StepManager:
     def __init__(self, cfg: Config, node: str, spool: str, report,
-                 gpus: list[GpuDevice] | None = None, tracker: Tracker | None = None,
-                 node_key: bytes | None = None):
+                 gpus: list[GpuDevice] | None = None, tracker: Tracker | None = None, *,
+                 node_key: bytes):
         self.cfg, self.node, self.spool = cfg, node, spool
-        # This node's key (keys.py, node:NAME), checking batch launch credentials. None only
-        # while the daemon does not hand it over: batch launches are then not checked.
-        self.node_key = node_key
-        if node_key is None:
-            log.warning("no node key: batch launch credentials are NOT checked")
+        self.node_key = node_key  # this node's key (keys.py, node:NAME): checks launch credentials
         self.admission = Admission(node)
         self.report = report  # report(event dict) -> None, delivered to the controller
         self.gpus = gpus or []
@@ -169,8 +165,6 @@ class StepManager:
         os.write(self._wake_w, b"x")
 
     def _admit(self, job: Job, cred: str) -> None:
-        if self.node_key is None:
-            return  # not wired yet (see __init__)
         apply_claims(job, self.admission.admit(cred, self.node_key, job.job_id, credential.BATCH))
 
     def _job_dir(self, job: Job) -> str:
