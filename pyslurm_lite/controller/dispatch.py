@@ -23,6 +23,7 @@ from .state import ClusterState
 log = logging.getLogger("pyslurm_lite.controller.dispatch")
 
 LAUNCH_TIMEOUT = 30.0  # seconds for an agent to accept a batch of launches
+JOB_OVERHEAD = 4096  # bytes a job's message holds besides its script and environment, at most
 
 
 class Dispatcher:
@@ -76,22 +77,22 @@ class Dispatcher:
                             launch.node, e.code())
 
     def _launch_requests(self, launch: Launch, scripts: dict):
-        """LaunchJobs requests for a node, each under the agent's message size cap."""
+        """LaunchJobs requests for a node, each under the agent's message size cap (counted
+        from the script and environment, which are nearly all of a job's bytes)."""
         def new():
             return agent_pb2.LaunchJobsRequest(instance=self.s.instance, epoch=launch.epoch,
                                                node_addrs=self._node_addrs(launch))
         req, size = new(), 0
         for job in launch.jobs:
-            msg = agent_pb2.LaunchJobsRequest().jobs.add()
-            wire.fill_msg(msg, job)
             script, env = scripts.get(job.job_id, ("", {}))
-            msg.spec.script = script
-            msg.spec.environment.update(env)
-            n = msg.ByteSize()
+            n = JOB_OVERHEAD + len(script) + sum(len(k) + len(v) + 8 for k, v in env.items())
             if req.jobs and size + n > MAX_REQUEST // 2:
                 yield req
                 req, size = new(), 0
-            req.jobs.add().CopyFrom(msg)
+            msg = req.jobs.add()
+            wire.fill_msg(msg, job)
+            msg.spec.script = script
+            msg.spec.environment.update(env)
             req.credentials.append(self.credential(job, credential.BATCH))
             size += n
         if req.jobs:

@@ -14,7 +14,6 @@ credential at most once (Replays) and never for a job it knows has ended (Revoca
 from __future__ import annotations
 
 import base64
-import hashlib
 import hmac
 import json
 import secrets
@@ -68,7 +67,7 @@ def _unb64(text: str) -> bytes:
 
 
 def _mac(key: bytes, body: str, node: str) -> str:
-    return hmac.new(key, f"{node}\0{body}".encode(), hashlib.sha256).hexdigest()
+    return hmac.digest(key, f"{node}\0{body}".encode(), "sha256").hex()  # one-shot: a launch's cost
 
 
 def sign(key_for_node, claims: Claims, lifetime: float, now: float | None = None) -> str:
@@ -81,7 +80,7 @@ def sign(key_for_node, claims: Claims, lifetime: float, now: float | None = None
         "uid": claims.uid, "gid": claims.gid, "groups": claims.groups, "user": claims.user,
         "nodes": claims.nodes, "issued": claims.issued, "expiry": claims.expiry, "nonce": claims.nonce,
         "alloc": {n: [s.cpus, s.mem, s.gpus] for n, s in claims.alloc.items()},
-    }, separators=(",", ":"), sort_keys=True).encode())
+    }, separators=(",", ":")).encode())
     macs = ",".join(f"{n}={_mac(key_for_node(n), body, n)}" for n in claims.nodes)
     return f"c1.{body}.{macs}"
 
@@ -119,15 +118,19 @@ class Replays:
     """Credentials already launched here, remembered until they expire: a captured credential
     cannot start the same step again."""
 
+    PURGE_EVERY = 10.0  # seconds between sweeps of expired entries (not one sweep per launch)
+
     def __init__(self):
         self._seen: dict[tuple, float] = {}
         self._lock = threading.Lock()
+        self._next_purge = 0.0
 
     def admit(self, claims: Claims, now: float | None = None) -> None:
         now = time.time() if now is None else now
         with self._lock:
-            if len(self._seen) > 1024:
+            if now >= self._next_purge:
                 self._seen = {k: e for k, e in self._seen.items() if e >= now}
+                self._next_purge = now + self.PURGE_EVERY
             if claims.key in self._seen:
                 raise CredentialError(f"launch credential already used (job {claims.job_id}, "
                                       f"step {claims.step})")
@@ -147,6 +150,7 @@ class Revocations:
     def __init__(self):
         self._ended: dict[int, tuple[int, float]] = {}  # job id -> (restart count, when)
         self._lock = threading.Lock()
+        self._next_purge = 0.0
 
     def revoke(self, job_id: int, restart_count: int, now: float | None = None) -> None:
         now = time.time() if now is None else now
@@ -154,8 +158,9 @@ class Revocations:
             known = self._ended.get(job_id)
             if known is None or known[0] <= restart_count:
                 self._ended[job_id] = (restart_count, now)
-            if len(self._ended) > 4096:
+            if now >= self._next_purge:  # a sweep a minute, not one per ending
                 self._ended = {j: v for j, v in self._ended.items() if now - v[1] < self.KEEP}
+                self._next_purge = now + 60.0
 
     def check(self, claims: Claims) -> None:
         with self._lock:
