@@ -12,6 +12,7 @@ import threading
 import uuid
 
 from ..config import Config
+from ..errors import InvalidRequest
 from ..model import (GpuDevice, Job, JobState, Node, NodeAllocation, NodeState, Reservation,
                      parse_constraint)
 from ..sched import JobView, NodeView, PartitionView, RunningView, Snapshot, dependency
@@ -231,9 +232,16 @@ class ClusterState:
         """Pending jobs whose --dependency does not hold yet ("wait") or never will ("never").
         Jobs no longer in memory are looked up in the store once, then remembered (final states
         do not change)."""
-        waiting = [j for j in self.active_jobs() if j.state == JobState.PENDING and j.spec.dependency]
+        waiting, unmet = [], {}
+        for j in self.active_jobs():
+            if j.state == JobState.PENDING and j.spec.dependency:
+                try:  # refused at submit since #13; a record from before may still hold one
+                    dependency.parse(j.spec.dependency)
+                    waiting.append(j)
+                except InvalidRequest:
+                    unmet[j.job_id] = dependency.NEVER
         if not waiting:
-            return {}
+            return unmet
         wanted = set().union(*(dependency.referenced(j.spec.dependency) for j in waiting))
         missing = [i for i in wanted if i not in self.jobs and i not in self._final_states]
         if missing:
@@ -241,7 +249,6 @@ class ClusterState:
                 self._final_states[job.job_id] = (job.state.value, bool(job.start_time))
         states = dict(self._final_states)
         states.update({i: (j.state.value, bool(j.start_time)) for i, j in self.jobs.items() if i in wanted})
-        unmet = {}
         for job in waiting:
             verdict = dependency.evaluate(job.spec.dependency, states, self._singleton_busy(job))
             if verdict != dependency.OK:

@@ -95,7 +95,8 @@ def node_can_hold(node: NodeConfig, spec: JobSpec, index: int, cfg: Config) -> b
             and gpus >= gpus_needed and features_ok)
 
 
-def check_access(cfg: Config, spec: JobSpec, part: Partition, reservations: dict) -> None:
+def check_access(cfg: Config, spec: JobSpec, part: Partition, reservations: dict,
+                 operator: bool = False) -> None:
     """The partition's state and AllowAccounts/AllowGroups, the QOS, the reservation."""
     if part.state in ("DRAIN", "INACTIVE"):
         raise InvalidRequest("Required partition not available (inactive or drain)")
@@ -109,7 +110,7 @@ def check_access(cfg: Config, spec: JobSpec, part: Partition, reservations: dict
         resv = reservations.get(spec.reservation)
         if resv is None:
             raise InvalidRequest("Requested reservation is invalid")
-        if not resv.admits(spec.user, spec.account) and spec.uid != 0:
+        if not resv.admits(spec.user, spec.account) and not operator:  # operators: any
             raise PermissionDenied("Access denied to requested reservation")
 
 
@@ -132,7 +133,7 @@ def validate_spec(cfg: Config, spec: JobSpec, reservations: dict | None = None,
     negative nice)."""
     check_limits(cfg, spec, operator)
     part = resolve_partition(cfg, spec)
-    check_access(cfg, spec, part, reservations or {})
+    check_access(cfg, spec, part, reservations or {}, operator)
     limit = effective_time_limit(spec, part)
     nodes = [cfg.nodes[n] for n in part.nodes]
     if spec.exclude:
@@ -169,6 +170,20 @@ def check_limits(cfg: Config, spec: JobSpec, operator: bool = False) -> None:
     _check_counts(spec)
     _check_time(spec)
     _check_nice(spec, operator)
+    _check_parsed_later(spec)
+
+
+def _check_parsed_later(spec: JobSpec) -> None:
+    """Fields the controller parses again later (the scheduler each pass, the monitor each
+    second) are parsed now: a job the client did not check must not break those loops."""
+    from ..sched import dependency
+    from ..units import parse_signal_spec
+    if spec.dependency:
+        dependency.parse(spec.dependency)
+    if spec.signal:
+        parse_signal_spec(spec.signal)
+    if spec.open_mode not in ("", "append", "truncate"):
+        raise InvalidRequest(f"Invalid --open-mode specification: {spec.open_mode}")
 
 
 def _check_strings(spec: JobSpec) -> None:

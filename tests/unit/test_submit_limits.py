@@ -284,3 +284,17 @@ def test_check_job_counts_uses_the_submitter_for_specs_without_user(cfg):
     with pytest.raises(InvalidRequest):
         validate.check_job_counts(cfg, [spec(user="", qos="capped")], 0, {("carol", "capped"): 3},
                                   "carol")
+
+
+# ---- what the controller parses again later is parsed at submit --------------------------------
+@pytest.mark.parametrize("field, value", [
+    ("dependency", "aftesok:1"), ("dependency", "afterok:x"), ("signal", "NOSUCHSIG@10"),
+    ("open_mode", "sideways"),
+])
+def test_fields_parsed_later_are_refused_at_submit(field, value):
+    """A job the client did not check (a raw API call) must not carry what would break the
+    scheduler's pass or the monitor's loop each time they parse it (found by RPC fuzzing)."""
+    from pyslurm_lite.controller.validate import check_limits
+    cfg = config.parse("NodeName=n1 CPUs=2 RealMemory=100\nPartitionName=p Nodes=n1\n")
+    with pytest.raises(InvalidRequest):
+        check_limits(cfg, JobSpec(**{field: value}))
