@@ -521,7 +521,10 @@ class JobManager:
                 if job.state != JobState.RUNNING or not job.spec.signal or job.time_limit <= 0:
                     continue
                 key = (job.job_id, job.restart_count)
-                batch, signo, before = parse_signal_spec(job.spec.signal)
+                try:  # refused at submit since #13; a record from before may still hold one
+                    batch, signo, before = parse_signal_spec(job.spec.signal)
+                except InvalidRequest:
+                    continue
                 if key in self.s.warned or now < job.start_time + job.time_limit * 60 - before:
                     continue
                 self.s.warned.add(key)
