@@ -1,7 +1,7 @@
 """What both client transports share, without importing grpc: gRPC status codes by number, the
 domain error each one carries back to a caller, and the metadata key that carries a token.
 
-rpcutil (grpcio: channels, servers, daemon authentication) re-exports these names; the light
+grpcutil (grpcio: channels and servers) maps domain errors to these codes; the light
 HTTP/2 client (h2client) uses them directly, so a short-lived CLI never loads grpcio.
 """
 
@@ -23,7 +23,7 @@ def user_metadata(auth_socket: str) -> tuple:
  PERMISSION_DENIED, RESOURCE_EXHAUSTED, FAILED_PRECONDITION, ABORTED, OUT_OF_RANGE, UNIMPLEMENTED,
  INTERNAL, UNAVAILABLE, DATA_LOSS, UNAUTHENTICATED) = range(17)
 
-# status code -> the domain error a servicer raised (rpcutil.rpc_method maps the other way)
+# status code -> the domain error a servicer raised (grpcutil.rpc_method maps the other way)
 ERROR_OF_STATUS = {
     INVALID_ARGUMENT: errors.InvalidRequest,
     FAILED_PRECONDITION: errors.Unsatisfiable,

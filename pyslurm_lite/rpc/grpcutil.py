@@ -76,7 +76,7 @@ def rpc_method(fn):
 
 
 def raise_domain(e: grpc.RpcError, unreachable_msg: str = "Unable to contact slurm controller (connect failure)"):
-    """Turn a client-side RpcError back into the domain error it carried (rpccommon's table,
+    """Turn a client-side RpcError back into the domain error it carried (common.py's table,
     shared with the light HTTP/2 client)."""
     code = e.code().value[0] if hasattr(e, "code") and e.code() is not None else None
     raise domain_error(code, e.details() if hasattr(e, "details") else str(e), unreachable_msg) from None

@@ -15,7 +15,7 @@ One call on a new connection (client -> server, then server -> client):
     HEADERS 1 END_STREAM grpc-status: 0   (the trailers; an error comes as trailers only)
 Our windows are opened wide at the start, so a multi-MB reply (squeue of thousands of jobs)
 streams in without waiting on WINDOW_UPDATEs; the server's windows are honoured when sending.
-A call that fails raises RpcFailure(code, message) with gRPC's status numbers (rpccommon).
+A call that fails raises RpcFailure(code, message) with gRPC's status numbers (rpc/common.py).
 """
 
 from __future__ import annotations
