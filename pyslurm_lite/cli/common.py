@@ -34,16 +34,25 @@ def terminal_columns() -> int:
 
 
 class SlurmArgParser(argparse.ArgumentParser):
-    """argparse that reports like Slurm: "prog: unrecognized option '--x'" and exit 255."""
+    """argparse that parses and reports like Slurm's getopt_long: a long option may be given by
+    any unambiguous prefix (`sacct --job 3`, which workflow tools rely on); "prog: unrecognized
+    option '--x'" and exit 255."""
 
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("formatter_class", HelpFormatter)
+        kwargs.setdefault("allow_abbrev", True)
         super().__init__(*args, **kwargs)
 
     def error(self, message: str):
         if message.startswith("unrecognized arguments:"):
             bad = message.split(":", 1)[1].strip().split()[0]
             sys.stderr.write(f"{self.prog}: unrecognized option '{bad}'\n"
+                             f'Try "{self.prog} --help" for more information\n')
+        elif message.startswith("ambiguous option:"):  # glibc getopt_long's words
+            bad, _, matches = message.split(":", 1)[1].strip().partition(" could match ")
+            names = " ".join(f"'{m.strip()}'" for m in matches.split(","))
+            sys.stderr.write(f"{self.prog}: option '{bad.split('=')[0]}' is ambiguous; "
+                             f"possibilities: {names}\n"
                              f'Try "{self.prog} --help" for more information\n')
         else:
             sys.stderr.write(f"{self.prog}: error: {message}\n")

@@ -35,7 +35,7 @@ STATE_CODES = {"CA": "CANCELLED", "CD": "COMPLETED", "F": "FAILED", "NF": "NODE_
 
 
 def build_parser() -> SlurmArgParser:
-    p = SlurmArgParser(prog=PROG, allow_abbrev=False, add_help=False)
+    p = SlurmArgParser(prog=PROG, add_help=False)
     a = p.add_argument
     a("-a", "--allusers", action="store_true")
     a("-b", "--brief", action="store_true")

@@ -13,7 +13,7 @@ PROG = "salloc"
 
 
 def build_parser() -> SlurmArgParser:
-    p = SlurmArgParser(prog=PROG, add_help=True, allow_abbrev=False)
+    p = SlurmArgParser(prog=PROG, add_help=True)
     add_job_options(p)
     a = p.add_argument
     a("--no-shell", action="store_true", default=None)

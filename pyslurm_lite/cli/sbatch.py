@@ -71,7 +71,7 @@ def add_job_options(p) -> None:
 
 
 def build_parser(prog: str = PROG) -> SlurmArgParser:
-    p = SlurmArgParser(prog=prog, add_help=True, allow_abbrev=False)
+    p = SlurmArgParser(prog=prog, add_help=True)
     add_job_options(p)
     a = p.add_argument
     a("--wrap")

@@ -19,7 +19,7 @@ def parse_signal(name: str) -> int:
 
 
 def main_args(argv: list[str]) -> int:
-    p = SlurmArgParser(prog=PROG, allow_abbrev=False)
+    p = SlurmArgParser(prog=PROG)
     a = p.add_argument
     a("job_ids", nargs="*")
     a("-u", "--user", action="append")

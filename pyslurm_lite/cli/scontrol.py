@@ -403,7 +403,7 @@ def show(make_client, ns, args: list[str]) -> int:
 
 
 def main_args(argv: list[str]) -> int:
-    p = SlurmArgParser(prog=PROG, allow_abbrev=False)
+    p = SlurmArgParser(prog=PROG)
     p.add_argument("-o", "--oneliner", action="store_true")
     p.add_argument("-d", "--details", action="store_true")
     p.add_argument("command", nargs="?")

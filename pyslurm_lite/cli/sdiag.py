@@ -37,7 +37,7 @@ def report(d) -> str:
 
 
 def main_args(argv: list[str]) -> int:
-    p = SlurmArgParser(prog=PROG, allow_abbrev=False)
+    p = SlurmArgParser(prog=PROG)
     p.parse_args(argv)
     from ..client import Client
     sys.stdout.write(report(Client().diag()) + "\n")

@@ -34,7 +34,7 @@ REASON_STATES = ("down", "drain")  # what -R lists, as Slurm's default "down,fai
 
 def build_parser() -> SlurmArgParser:
     # -h means --noheader, as in Slurm, so argparse's own -h is off.
-    p = SlurmArgParser(prog=PROG, allow_abbrev=False, add_help=False)
+    p = SlurmArgParser(prog=PROG, add_help=False)
     a = p.add_argument
     # -a (hidden partitions) and -e (exact grouping) change nothing here: no partition is
     # hidden, and rows already group only identical nodes. They are accepted for scripts.

@@ -20,7 +20,7 @@ def row(job, normalized: bool) -> str:
 
 
 def main_args(argv: list[str]) -> int:
-    p = SlurmArgParser(prog=PROG, allow_abbrev=False, add_help=False)
+    p = SlurmArgParser(prog=PROG, add_help=False)
     p.add_argument("-j", "--jobs", action="append")
     p.add_argument("-u", "--user", action="append")
     p.add_argument("-h", "--noheader", action="store_true")

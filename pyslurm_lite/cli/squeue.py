@@ -17,7 +17,7 @@ STATE_ORDER = {"PENDING": 0, "RUNNING": 1, "SUSPENDED": 2, "COMPLETING": 3}
 
 
 def build_parser() -> SlurmArgParser:
-    p = SlurmArgParser(prog=PROG, allow_abbrev=False, add_help=False)
+    p = SlurmArgParser(prog=PROG, add_help=False)
     a = p.add_argument
     a("-j", "--jobs", action="append")
     a("-u", "--user", action="append")

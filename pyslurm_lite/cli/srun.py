@@ -25,7 +25,7 @@ _STOP = object()
 
 
 def build_parser() -> SlurmArgParser:
-    p = SlurmArgParser(prog=PROG, add_help=True, allow_abbrev=False)
+    p = SlurmArgParser(prog=PROG, add_help=True)
     add_job_options(p)
     a = p.add_argument
     a("-l", "--label", action="store_true", default=None)

@@ -22,7 +22,7 @@ def cells(r) -> list[str]:
 
 
 def main_args(argv: list[str]) -> int:
-    p = SlurmArgParser(prog=PROG, allow_abbrev=False, add_help=False)
+    p = SlurmArgParser(prog=PROG, add_help=False)
     p.add_argument("-u", "--users", action="append")
     p.add_argument("-a", "--all", action="store_true")
     p.add_argument("-n", "--noheader", action="store_true")
