@@ -85,6 +85,8 @@ class Config:
     tls_cert: str = ""  # TLSParameters=cert_file=...: this cluster's daemon certificate
     tls_key: str = ""  # TLSParameters=cert_key_file=...
     extra: dict[str, str] = field(default_factory=dict)
+    # "file:line: Key=Value" of every key read but not implemented: daemons warn with each
+    ignored: list[str] = field(default_factory=list)
 
     @property
     def controller_target(self) -> str:
@@ -106,6 +108,13 @@ class Config:
 
     def node_partitions(self, node: str) -> list[str]:
         return [p.name for p in self.partitions.values() if node in p.nodes]
+
+
+def warn_ignored(cfg: Config, log) -> None:
+    """What a daemon says at start about each key it read and does not implement (Slurm's
+    daemons name the keys they do not know): nothing a Slurm user wrote is dropped unsaid."""
+    for item in cfg.ignored:
+        log.warning("%s: not implemented by pyslurm-lite, ignored", item)
 
 
 def conf_path(explicit: str | None = None) -> str:
@@ -292,6 +301,13 @@ _SIMPLE_KEYS = {
     "maxjobcount": ("max_job_count", int),
 }
 
+EXTRA_READ = {"schedulertype"}  # keys kept in Config.extra that some module reads from there
+NODE_KEYS = {"nodename", "nodeaddr", "port", "cpus", "realmemory", "gres", "feature", "features",
+             "weight", "sockets", "corespersocket", "threadspercore"}
+PARTITION_KEYS = {"partitionname", "nodes", "default", "maxtime", "defaulttime", "maxnodes",
+                  "state", "prioritytier", "allowaccounts", "allowgroups", "preemptmode",
+                  "gracetime", "priorityjobfactor"}
+
 AUTH_INFO_KEYS = {"socket": "auth_socket", "cred_expire": "cred_expire", "ttl": "token_ttl"}
 TLS_KEYS = {"ca_cert_file": "tls_ca", "cert_file": "tls_cert", "cert_key_file": "tls_key"}
 
@@ -373,8 +389,11 @@ def _simple_key(cfg: Config, key: str, value: str, where: str) -> None:
         else:
             setattr(cfg, attr, value)
     else:
-        # Other Slurm keys are kept so a real slurm.conf loads; later issues read them from here.
+        # Other Slurm keys are kept so a real slurm.conf loads, and named by the daemons'
+        # warnings (ignored) unless something reads them from extra.
         cfg.extra[key] = value
+        if key not in EXTRA_READ:
+            cfg.ignored.append(f"{where}: {key}={value}")
 
 
 def _yes_no(value: str, key: str, where: str) -> bool:
@@ -399,7 +418,12 @@ def _options(cfg: Config, value: str, known: dict[str, str], key: str, where: st
             setattr(cfg, attr, v.strip())
 
 
+def _note_ignored(cfg: Config, pairs, known: set[str], where: str) -> None:
+    cfg.ignored += [f"{where}: {k}={v} (on a {pairs[0][0]} line)" for k, v in pairs if k not in known]
+
+
 def _node_line(cfg: Config, pairs, where: str) -> None:
+    _note_ignored(cfg, pairs, NODE_KEYS, where)
     names = expand(pairs[0][1], where)
     if pairs[0][1].upper() == "DEFAULT":
         raise ConfigError(f"{where}: NodeName=DEFAULT is not supported")
@@ -429,6 +453,7 @@ def _node_line(cfg: Config, pairs, where: str) -> None:
 
 
 def _partition_line(cfg: Config, pairs, where: str) -> None:
+    _note_ignored(cfg, pairs, PARTITION_KEYS, where)
     name = pairs[0][1]
     opts = dict(pairs[1:])
     part = Partition(name=name)

@@ -216,6 +216,7 @@ class Agent:
 
     # ---- process ------------------------------------------------------------------------------
     def start(self) -> int:
+        config_mod.warn_ignored(self.cfg, log)
         # Before registering: what a crashed predecessor left running dies now, and is reported
         # lost, so the controller requeues those jobs instead of waiting on tasks that are gone.
         for job_id in self.steps.clear_leftovers():

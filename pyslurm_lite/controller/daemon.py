@@ -176,6 +176,7 @@ class Controller:
         return AuthSocketServer(path, issue, frozenset({tokens.CONTROLLER}))
 
     def start(self, bind: str | None = None) -> int:
+        config_mod.warn_ignored(self.cfg, log)
         for value in self.cfg.private_data:
             if value not in PRIVATE_DATA_DONE:
                 log.warning("PrivateData=%s is not implemented (only %s): that data stays visible "
