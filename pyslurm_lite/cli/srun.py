@@ -184,8 +184,7 @@ def _launch_base(ns, reply, cfg):
     step = reply.job.steps[-1] if reply.job.steps else None
     base = agent_pb2.StepLaunch(
         step_id=reply.step_id, argv=[ns.command, *ns.args], env=env,
-        cwd=os.path.abspath(ns.chdir) if ns.chdir else os.getcwd(), uid=os.getuid(), gid=os.getgid(),
-        groups=os.getgroups(), credential=reply.credential,
+        cwd=os.path.abspath(ns.chdir) if ns.chdir else os.getcwd(), credential=reply.credential,
         step_nodes=[n.name for n in reply.nodes],
         step_tasks_per_node=[len(n.task_ids) for n in reply.nodes],
         std_out=ns.output or "", std_err=ns.error or "",

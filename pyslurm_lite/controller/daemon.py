@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
+import pwd
 import threading
 import time
 from concurrent import futures
@@ -19,7 +20,7 @@ from concurrent import futures
 import grpc
 
 from .. import config as config_mod
-from .._proto import controller_pb2_grpc
+from .._proto import controller_pb2, controller_pb2_grpc
 from ..errors import ConfigError
 from ..rpc import authn, keys, tokens
 from ..rpc.authsock import AuthSocketServer
@@ -159,7 +160,6 @@ class Controller:
             tokens.verify_daemon_token(token, keyring.key_for(sender), sender, method, replays)
             return sender
 
-        from .._proto import controller_pb2
         names = controller_pb2.DESCRIPTOR.services_by_name["Controller"].methods_by_name
         rules = {m: (authn.DAEMON if m in AGENT_METHODS else authn.USER) for m in names}
         return authn.Authenticator(rules, check_user, check_daemon)
@@ -177,6 +177,10 @@ class Controller:
 
     def start(self, bind: str | None = None) -> int:
         config_mod.warn_ignored(self.cfg, log)
+        me = pwd.getpwuid(os.geteuid()).pw_name
+        if self.cfg.slurm_user != me:
+            log.warning("SlurmUser=%s: the controller runs as %s (it does not change user); here "
+                        "SlurmUser only names an operator", self.cfg.slurm_user, me)
         for value in self.cfg.private_data:
             if value not in PRIVATE_DATA_DONE:
                 log.warning("PrivateData=%s is not implemented (only %s): that data stays visible "

@@ -57,14 +57,10 @@ class Dispatcher:
     def _metadata(self, node: str, method: str) -> tuple:
         return daemon_metadata(self.keyring.key_for(f"node:{node}"), tokens.CONTROLLER, method)
 
-    def credential(self, job, step) -> str:
-        """The launch credential of a job's batch script (step=credential.BATCH) or a step."""
-        nodes = [a.node for a in job.allocations]
-        claims = credential.Claims(
-            job_id=job.job_id, step=step, restart_count=job.restart_count, uid=job.spec.uid,
-            gid=job.spec.gid, groups=list(job.spec.groups), user=job.spec.user, nodes=nodes,
-            alloc={a.node: credential.NodeShare(a.cpus, a.mem, list(a.gpus)) for a in job.allocations})
-        return credential.sign(lambda n: self.keyring.key_for(f"node:{n}"), claims, self.s.cfg.cred_expire)
+    def credential(self, job) -> str:
+        """The launch credential of a job's batch script."""
+        return credential.sign_job(lambda n: self.keyring.key_for(f"node:{n}"), job, credential.BATCH,
+                                   job.node_names, self.s.cfg.cred_expire)
 
     def _launch(self, launch: Launch) -> None:
         scripts = self.s.store.load_scripts([j.job_id for j in launch.jobs])
@@ -93,7 +89,7 @@ class Dispatcher:
             wire.fill_msg(msg, job)
             msg.spec.script = script
             msg.spec.environment.update(env)
-            req.credentials.append(self.credential(job, credential.BATCH))
+            req.credentials.append(self.credential(job))
             size += n
         if req.jobs:
             yield req

@@ -16,6 +16,7 @@ from ..model import GpuDevice, JobSpec, Reservation
 from ..errors import PermissionDenied, Unauthenticated
 from ..rpc import authn
 from ..rpc.grpcutil import rpc_method
+from .auth import require
 from .dispatch import Dispatcher
 from .job_mgr import Caller, Ending, JobFilter, JobManager
 from .node_mgr import NodeManager
@@ -144,7 +145,6 @@ class ControllerServicer(controller_pb2_grpc.ControllerServicer):
 
     @rpc_method
     def UpdateNodes(self, request, context):
-        from .auth import require
         require("update_node", self._caller())
         self.dispatch.send(self.nodes.update(list(request.names), request.state, request.reason))
         return pb.UpdateNodesReply()

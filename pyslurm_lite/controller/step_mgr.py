@@ -63,19 +63,9 @@ class StepManager:
             job.next_step_id += 1
             job.steps.append(step)
             self.s.save([job])  # recorded before anything can run
-        return step, job, self._credential(job, step)
-
-    def _credential(self, job: Job, step: Step) -> str:
-        """The step's launch credential: the job's identity and its allocation on the step's
-        nodes (the job's cgroup there is made from it, by whichever launch comes first)."""
-        share = {a.node: credential.NodeShare(a.cpus, a.mem, list(a.gpus))
-                 for a in job.allocations if a.node in step.nodes}
-        claims = credential.Claims(
-            job_id=job.job_id, step=step.step_id, restart_count=job.restart_count, uid=job.spec.uid,
-            gid=job.spec.gid, groups=list(job.spec.groups), user=job.spec.user,
-            nodes=list(step.nodes), alloc=share)
-        return credential.sign(lambda n: self.keyring.key_for(f"node:{n}"), claims,
-                               self.s.cfg.cred_expire)
+        credential_ = credential.sign_job(lambda n: self.keyring.key_for(f"node:{n}"), job,
+                                          step.step_id, step.nodes, self.s.cfg.cred_expire)
+        return step, job, credential_
 
     def _step_nodes(self, job: Job, num_nodes: int, num_tasks: int, per_node: int,
                     nodelist: str) -> list[str]:

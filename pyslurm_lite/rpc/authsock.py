@@ -23,16 +23,16 @@ CONNECT_TIMEOUT = 5.0  # seconds
 MAX_LINE = 4096  # bytes of a request or a reply
 
 
-def socket_paths(configured: str) -> list[str]:
-    """The configured socket first, then the other daemons' sockets beside it."""
+def socket_paths(configured: str):
+    """The configured socket first, then (listed only if it is needed) the other daemons'
+    sockets beside it."""
+    yield configured
     directory = os.path.dirname(configured) or "."
     try:
         others = sorted(n for n in os.listdir(directory) if n.endswith(".socket"))
     except OSError:
         others = []
-    paths = [configured]
-    paths += [os.path.join(directory, n) for n in others if os.path.join(directory, n) != configured]
-    return paths
+    yield from (p for p in (os.path.join(directory, n) for n in others) if p != configured)
 
 
 def _ask(path: str, audience: str) -> str:

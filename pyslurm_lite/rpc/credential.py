@@ -85,6 +85,17 @@ def sign(key_for_node, claims: Claims, lifetime: float, now: float | None = None
     return f"c1.{body}.{macs}"
 
 
+def sign_job(key_for_node, job, step, nodes: list[str], lifetime: float) -> str:
+    """The credential for launching `step` (a step id, or BATCH) of job on nodes: the job's
+    identity, and its allocation on each of those nodes (what the job's cgroup is made from)."""
+    claims = Claims(
+        job_id=job.job_id, step=step, restart_count=job.restart_count, uid=job.spec.uid,
+        gid=job.spec.gid, groups=list(job.spec.groups), user=job.spec.user, nodes=list(nodes),
+        alloc={a.node: NodeShare(a.cpus, a.mem, list(a.gpus)) for a in job.allocations
+               if a.node in nodes})
+    return sign(key_for_node, claims, lifetime)
+
+
 def verify(credential: str, key: bytes, node: str, now: float | None = None) -> Claims:
     """The claims of a credential, checked for this node (its MAC, made with `key`) and time;
     CredentialError otherwise."""
