@@ -92,3 +92,17 @@ def fold(indices: list[int]) -> str:
         out.append(str(indices[i]) if i == j else f"{indices[i]}-{indices[j]}")
         i = j + 1
     return ",".join(out)
+
+
+def task_name(array_job_id: int, task_id: int) -> str:
+    """Slurm's name of an array task: '12_3'."""
+    return f"{array_job_id}_{task_id}"
+
+
+def parse_task_name(text: str) -> tuple[int, int]:
+    """'12_3' -> (12, 3). For the controller reading a request's task names: untrusted input,
+    so numbers are capped in length as above."""
+    job, sep, task = text.partition("_")
+    if not sep or not re.fullmatch(_NUM, job) or not re.fullmatch(_NUM, task):
+        raise InvalidRequest(f"Invalid job id specified: {text[:64]}")
+    return int(job), int(task)

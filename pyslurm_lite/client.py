@@ -100,17 +100,31 @@ class Client:
     submit_async = submit_many  # the name the first benchmarks used
 
     def jobs(self, job_ids=(), states=(), users=(), partitions=(), names=(), nodes=(),
-             include_finished: bool = False, raw: bool = True):
+             include_finished: bool = False, raw: bool = True, array_tasks=()):
+        """Jobs matching every filter given; array_tasks names single tasks ("12_3")."""
         pb = self._pb()
         flt = pb.JobFilter(job_ids=list(job_ids), states=list(states), users=list(users),
                            partitions=list(partitions), names=list(names), nodes=list(nodes),
-                           include_finished=include_finished)
+                           include_finished=include_finished, array_tasks=list(array_tasks))
         reply = self._call("GetJobs", pb.GetJobsRequest(filter=flt))
         if raw:
             return list(reply.jobs), reply.now
         from .rpc import wire
         from .model import Job
         return [wire.from_msg(j, Job) for j in reply.jobs], reply.now
+
+    def job_history(self, job_ids=(), array_tasks=(), users=(), accounts=(), partitions=(),
+                    names=(), states=(), start: float = 0.0, end: float = 0.0,
+                    duplicates: bool = False, any_eligibility: bool = False):
+        """sacct's query of the database: ([JobRun messages (job, state)], the controller's now).
+        start/end bound the window (0: unbounded / now); see controller/accounting.py."""
+        req = self._pb().GetJobHistoryRequest(
+            job_ids=list(job_ids), array_tasks=list(array_tasks), users=list(users),
+            accounts=list(accounts), partitions=list(partitions), names=list(names),
+            states=list(states), start=start, end=end, duplicates=duplicates,
+            any_eligibility=any_eligibility)
+        reply = self._call("GetJobHistory", req)
+        return list(reply.runs), reply.now
 
     def job(self, job_id: int) -> Job:
         jobs, _ = self.jobs(job_ids=[job_id], raw=False)
@@ -119,17 +133,23 @@ class Client:
         return jobs[0]
 
     def cancel(self, job_ids=(), signal: int = 0, batch_only: bool = False, full: bool = False,
-               states=(), users=(), partitions=(), names=(), nodes=()):
+               states=(), users=(), partitions=(), names=(), nodes=(), array_tasks=()):
+        """Errors are (job id, or the task's name "12_3", message)."""
         pb = self._pb()
         flt = pb.JobFilter(job_ids=list(job_ids), states=list(states), users=list(users),
-                           partitions=list(partitions), names=list(names), nodes=list(nodes))
+                           partitions=list(partitions), names=list(names), nodes=list(nodes),
+                           array_tasks=list(array_tasks))
         reply = self._call("CancelJobs", pb.CancelJobsRequest(filter=flt, signal=signal,
                                                               batch_only=batch_only, full=full))
-        return list(reply.job_ids), [(e.job_id, e.message) for e in reply.errors]
+        return list(reply.job_ids), [(e.id_text or e.job_id, e.message) for e in reply.errors]
 
-    def update_jobs(self, job_ids, action: str):
-        reply = self._call("UpdateJobs", self._pb().UpdateJobsRequest(job_ids=list(job_ids), action=action))
-        return list(reply.job_ids), [(e.job_id, e.message) for e in reply.errors]
+    def update_jobs(self, job_ids, action: str, array_tasks=(), changes=None):
+        """hold, uhold, release, requeue, requeuehold; or "update" with `changes` (scontrol
+        update's canonical field names -> values). Errors as cancel's."""
+        req = self._pb().UpdateJobsRequest(job_ids=list(job_ids), action=action,
+                                           array_tasks=list(array_tasks), changes=dict(changes or {}))
+        reply = self._call("UpdateJobs", req)
+        return list(reply.job_ids), [(e.id_text or e.job_id, e.message) for e in reply.errors]
 
     # ---- nodes and partitions -----------------------------------------------------------------
     def nodes(self, names=(), raw: bool = True):

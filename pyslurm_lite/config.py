@@ -59,6 +59,7 @@ class Config:
     priority_max_age: int = 7 * 24 * 60  # minutes
     priority_decay_half_life: int = 7 * 24 * 60  # minutes
     first_job_id: int = 1
+    min_job_age: int = 300  # MinJobAge: seconds an ended job stays in memory; 0: for ever
     task_plugin: str = "task/cgroup"
     proctrack_type: str = "proctrack/auto"  # cgroup when the host has a usable hierarchy
     gres_types: list[str] = field(default_factory=list)
@@ -294,6 +295,7 @@ _SIMPLE_KEYS = {
     "healthcheckprogram": ("health_check_program", str),
     "healthcheckinterval": ("health_check_interval", int),
     "firstjobid": ("first_job_id", int),
+    "minjobage": ("min_job_age", int),
     "taskplugin": ("task_plugin", str),
     "proctracktype": ("proctrack_type", str),
     "slurmuser": ("slurm_user", str),

@@ -152,6 +152,12 @@ class JobSpec:
     dependency: str = ""
     kill_on_invalid_dep: bool = False
     reservation: str = ""
+    gpus_per_task: int = 0  # --gpus-per-task; gpus then holds the job's total
+    max_nodes: int = 0  # -N min-max: up to this many nodes when free (0: exactly num_nodes)
+    min_cpus_per_node: int = 0  # --mincpus
+    overcommit: bool = False  # -O: one CPU per task is not required (cpus_per_task per node)
+    mem_whole_node: bool = False  # --mem=0: all the memory of each node
+    exclusive_user: bool = False  # --exclusive=user: nodes shared only with the same user's jobs
 
     def gpus_needed_per_node(self) -> int:
         """GPUs this job needs on each of its nodes, from whichever flag set them."""
@@ -220,6 +226,8 @@ class Step:
     exit_signal: int = 0
     exclusive: bool = False
     cpus_per_node: list[int] = field(default_factory=list)
+    task_nodes: list[int] = field(default_factory=list)  # task id -> index in nodes (srun -m)
+    distribution: str = ""
 
 
 @dataclass
@@ -253,6 +261,7 @@ class Job:
     factors: dict[str, float] = field(default_factory=dict)  # multifactor's weighted factors
     preempt_time: float = 0.0  # being preempted: when its grace time ends (0: not preempted)
     preempt_mode: str = ""  # REQUEUE or CANCEL: what happens to it then
+    cancelled_by: str = ""  # the uid whose scancel ended it (sacct's "CANCELLED by UID"); "": none
 
     @property
     def node_names(self) -> list[str]:

@@ -46,7 +46,7 @@ class SubmitJobsReply(_message.Message):
     def __init__(self, job_ids: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class JobFilter(_message.Message):
-    __slots__ = ("job_ids", "states", "users", "partitions", "names", "include_finished", "nodes")
+    __slots__ = ("job_ids", "states", "users", "partitions", "names", "include_finished", "nodes", "array_tasks")
     JOB_IDS_FIELD_NUMBER: _ClassVar[int]
     STATES_FIELD_NUMBER: _ClassVar[int]
     USERS_FIELD_NUMBER: _ClassVar[int]
@@ -54,6 +54,7 @@ class JobFilter(_message.Message):
     NAMES_FIELD_NUMBER: _ClassVar[int]
     INCLUDE_FINISHED_FIELD_NUMBER: _ClassVar[int]
     NODES_FIELD_NUMBER: _ClassVar[int]
+    ARRAY_TASKS_FIELD_NUMBER: _ClassVar[int]
     job_ids: _containers.RepeatedScalarFieldContainer[int]
     states: _containers.RepeatedScalarFieldContainer[str]
     users: _containers.RepeatedScalarFieldContainer[str]
@@ -61,7 +62,8 @@ class JobFilter(_message.Message):
     names: _containers.RepeatedScalarFieldContainer[str]
     include_finished: bool
     nodes: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, job_ids: _Optional[_Iterable[int]] = ..., states: _Optional[_Iterable[str]] = ..., users: _Optional[_Iterable[str]] = ..., partitions: _Optional[_Iterable[str]] = ..., names: _Optional[_Iterable[str]] = ..., include_finished: _Optional[bool] = ..., nodes: _Optional[_Iterable[str]] = ...) -> None: ...
+    array_tasks: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, job_ids: _Optional[_Iterable[int]] = ..., states: _Optional[_Iterable[str]] = ..., users: _Optional[_Iterable[str]] = ..., partitions: _Optional[_Iterable[str]] = ..., names: _Optional[_Iterable[str]] = ..., include_finished: _Optional[bool] = ..., nodes: _Optional[_Iterable[str]] = ..., array_tasks: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class GetJobsRequest(_message.Message):
     __slots__ = ("filter",)
@@ -90,12 +92,14 @@ class CancelJobsRequest(_message.Message):
     def __init__(self, filter: _Optional[_Union[JobFilter, _Mapping]] = ..., signal: _Optional[int] = ..., batch_only: _Optional[bool] = ..., full: _Optional[bool] = ...) -> None: ...
 
 class JobError(_message.Message):
-    __slots__ = ("job_id", "message")
+    __slots__ = ("job_id", "message", "id_text")
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    ID_TEXT_FIELD_NUMBER: _ClassVar[int]
     job_id: int
     message: str
-    def __init__(self, job_id: _Optional[int] = ..., message: _Optional[str] = ...) -> None: ...
+    id_text: str
+    def __init__(self, job_id: _Optional[int] = ..., message: _Optional[str] = ..., id_text: _Optional[str] = ...) -> None: ...
 
 class CancelJobsReply(_message.Message):
     __slots__ = ("job_ids", "errors")
@@ -106,12 +110,23 @@ class CancelJobsReply(_message.Message):
     def __init__(self, job_ids: _Optional[_Iterable[int]] = ..., errors: _Optional[_Iterable[_Union[JobError, _Mapping]]] = ...) -> None: ...
 
 class UpdateJobsRequest(_message.Message):
-    __slots__ = ("job_ids", "action")
+    __slots__ = ("job_ids", "action", "array_tasks", "changes")
+    class ChangesEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
     JOB_IDS_FIELD_NUMBER: _ClassVar[int]
     ACTION_FIELD_NUMBER: _ClassVar[int]
+    ARRAY_TASKS_FIELD_NUMBER: _ClassVar[int]
+    CHANGES_FIELD_NUMBER: _ClassVar[int]
     job_ids: _containers.RepeatedScalarFieldContainer[int]
     action: str
-    def __init__(self, job_ids: _Optional[_Iterable[int]] = ..., action: _Optional[str] = ...) -> None: ...
+    array_tasks: _containers.RepeatedScalarFieldContainer[str]
+    changes: _containers.ScalarMap[str, str]
+    def __init__(self, job_ids: _Optional[_Iterable[int]] = ..., action: _Optional[str] = ..., array_tasks: _Optional[_Iterable[str]] = ..., changes: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
 class UpdateJobsReply(_message.Message):
     __slots__ = ("job_ids", "errors")
@@ -232,7 +247,7 @@ class ReportJobEventsReply(_message.Message):
     def __init__(self, reregister: _Optional[bool] = ...) -> None: ...
 
 class CreateStepRequest(_message.Message):
-    __slots__ = ("job_id", "name", "num_nodes", "num_tasks", "ntasks_per_node", "cpus_per_task", "exclusive", "overlap", "nodelist")
+    __slots__ = ("job_id", "name", "num_nodes", "num_tasks", "ntasks_per_node", "cpus_per_task", "exclusive", "overlap", "nodelist", "distribution", "task_nodes")
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     NUM_NODES_FIELD_NUMBER: _ClassVar[int]
@@ -242,6 +257,8 @@ class CreateStepRequest(_message.Message):
     EXCLUSIVE_FIELD_NUMBER: _ClassVar[int]
     OVERLAP_FIELD_NUMBER: _ClassVar[int]
     NODELIST_FIELD_NUMBER: _ClassVar[int]
+    DISTRIBUTION_FIELD_NUMBER: _ClassVar[int]
+    TASK_NODES_FIELD_NUMBER: _ClassVar[int]
     job_id: int
     name: str
     num_nodes: int
@@ -251,7 +268,9 @@ class CreateStepRequest(_message.Message):
     exclusive: bool
     overlap: bool
     nodelist: str
-    def __init__(self, job_id: _Optional[int] = ..., name: _Optional[str] = ..., num_nodes: _Optional[int] = ..., num_tasks: _Optional[int] = ..., ntasks_per_node: _Optional[int] = ..., cpus_per_task: _Optional[int] = ..., exclusive: _Optional[bool] = ..., overlap: _Optional[bool] = ..., nodelist: _Optional[str] = ...) -> None: ...
+    distribution: str
+    task_nodes: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, job_id: _Optional[int] = ..., name: _Optional[str] = ..., num_nodes: _Optional[int] = ..., num_tasks: _Optional[int] = ..., ntasks_per_node: _Optional[int] = ..., cpus_per_task: _Optional[int] = ..., exclusive: _Optional[bool] = ..., overlap: _Optional[bool] = ..., nodelist: _Optional[str] = ..., distribution: _Optional[str] = ..., task_nodes: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class StepNode(_message.Message):
     __slots__ = ("name", "target", "addr", "task_ids")
@@ -398,3 +417,45 @@ class GetDiagReply(_message.Message):
     backfilled_jobs: int
     preempted_jobs: int
     def __init__(self, now: _Optional[float] = ..., since: _Optional[float] = ..., jobs_submitted: _Optional[int] = ..., jobs_started: _Optional[int] = ..., jobs_completed: _Optional[int] = ..., jobs_canceled: _Optional[int] = ..., jobs_failed: _Optional[int] = ..., jobs_pending: _Optional[int] = ..., jobs_running: _Optional[int] = ..., cycles: _Optional[int] = ..., event_cycles: _Optional[int] = ..., last_cycle_us: _Optional[int] = ..., max_cycle_us: _Optional[int] = ..., total_cycle_us: _Optional[int] = ..., last_queue_length: _Optional[int] = ..., backfilled_jobs: _Optional[int] = ..., preempted_jobs: _Optional[int] = ...) -> None: ...
+
+class GetJobHistoryRequest(_message.Message):
+    __slots__ = ("job_ids", "array_tasks", "users", "accounts", "partitions", "names", "states", "start", "end", "duplicates", "any_eligibility")
+    JOB_IDS_FIELD_NUMBER: _ClassVar[int]
+    ARRAY_TASKS_FIELD_NUMBER: _ClassVar[int]
+    USERS_FIELD_NUMBER: _ClassVar[int]
+    ACCOUNTS_FIELD_NUMBER: _ClassVar[int]
+    PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    NAMES_FIELD_NUMBER: _ClassVar[int]
+    STATES_FIELD_NUMBER: _ClassVar[int]
+    START_FIELD_NUMBER: _ClassVar[int]
+    END_FIELD_NUMBER: _ClassVar[int]
+    DUPLICATES_FIELD_NUMBER: _ClassVar[int]
+    ANY_ELIGIBILITY_FIELD_NUMBER: _ClassVar[int]
+    job_ids: _containers.RepeatedScalarFieldContainer[int]
+    array_tasks: _containers.RepeatedScalarFieldContainer[str]
+    users: _containers.RepeatedScalarFieldContainer[str]
+    accounts: _containers.RepeatedScalarFieldContainer[str]
+    partitions: _containers.RepeatedScalarFieldContainer[str]
+    names: _containers.RepeatedScalarFieldContainer[str]
+    states: _containers.RepeatedScalarFieldContainer[str]
+    start: float
+    end: float
+    duplicates: bool
+    any_eligibility: bool
+    def __init__(self, job_ids: _Optional[_Iterable[int]] = ..., array_tasks: _Optional[_Iterable[str]] = ..., users: _Optional[_Iterable[str]] = ..., accounts: _Optional[_Iterable[str]] = ..., partitions: _Optional[_Iterable[str]] = ..., names: _Optional[_Iterable[str]] = ..., states: _Optional[_Iterable[str]] = ..., start: _Optional[float] = ..., end: _Optional[float] = ..., duplicates: _Optional[bool] = ..., any_eligibility: _Optional[bool] = ...) -> None: ...
+
+class JobRun(_message.Message):
+    __slots__ = ("job", "state")
+    JOB_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    job: _types_pb2.Job
+    state: str
+    def __init__(self, job: _Optional[_Union[_types_pb2.Job, _Mapping]] = ..., state: _Optional[str] = ...) -> None: ...
+
+class GetJobHistoryReply(_message.Message):
+    __slots__ = ("runs", "now")
+    RUNS_FIELD_NUMBER: _ClassVar[int]
+    NOW_FIELD_NUMBER: _ClassVar[int]
+    runs: _containers.RepeatedCompositeFieldContainer[JobRun]
+    now: float
+    def __init__(self, runs: _Optional[_Iterable[_Union[JobRun, _Mapping]]] = ..., now: _Optional[float] = ...) -> None: ...

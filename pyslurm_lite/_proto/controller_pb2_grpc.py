@@ -55,6 +55,11 @@ class ControllerStub:
                 request_serializer=pyslurm__lite_dot_v1_dot_controller__pb2.GetJobsRequest.SerializeToString,
                 response_deserializer=pyslurm__lite_dot_v1_dot_controller__pb2.GetJobsReply.FromString,
                 _registered_method=True)
+        self.GetJobHistory = channel.unary_unary(
+                '/pyslurm_lite.v1.Controller/GetJobHistory',
+                request_serializer=pyslurm__lite_dot_v1_dot_controller__pb2.GetJobHistoryRequest.SerializeToString,
+                response_deserializer=pyslurm__lite_dot_v1_dot_controller__pb2.GetJobHistoryReply.FromString,
+                _registered_method=True)
         self.CancelJobs = channel.unary_unary(
                 '/pyslurm_lite.v1.Controller/CancelJobs',
                 request_serializer=pyslurm__lite_dot_v1_dot_controller__pb2.CancelJobsRequest.SerializeToString,
@@ -162,6 +167,13 @@ class ControllerServicer:
 
     def GetJobs(self, request, context):
         """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetJobHistory(self, request, context):
+        """sacct: every job ever run, from the database (read-only; runs of requeued jobs too)
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -286,6 +298,11 @@ def add_ControllerServicer_to_server(servicer, server):
                     servicer.GetJobs,
                     request_deserializer=pyslurm__lite_dot_v1_dot_controller__pb2.GetJobsRequest.FromString,
                     response_serializer=pyslurm__lite_dot_v1_dot_controller__pb2.GetJobsReply.SerializeToString,
+            ),
+            'GetJobHistory': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetJobHistory,
+                    request_deserializer=pyslurm__lite_dot_v1_dot_controller__pb2.GetJobHistoryRequest.FromString,
+                    response_serializer=pyslurm__lite_dot_v1_dot_controller__pb2.GetJobHistoryReply.SerializeToString,
             ),
             'CancelJobs': grpc.unary_unary_rpc_method_handler(
                     servicer.CancelJobs,
@@ -476,6 +493,33 @@ class Controller:
             '/pyslurm_lite.v1.Controller/GetJobs',
             pyslurm__lite_dot_v1_dot_controller__pb2.GetJobsRequest.SerializeToString,
             pyslurm__lite_dot_v1_dot_controller__pb2.GetJobsReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetJobHistory(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/pyslurm_lite.v1.Controller/GetJobHistory',
+            pyslurm__lite_dot_v1_dot_controller__pb2.GetJobHistoryRequest.SerializeToString,
+            pyslurm__lite_dot_v1_dot_controller__pb2.GetJobHistoryReply.FromString,
             options,
             channel_credentials,
             insecure,

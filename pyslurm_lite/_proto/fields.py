@@ -62,6 +62,8 @@ MESSAGES = {
         ('exclusive', 7, 'bool', 0, None),
         ('overlap', 8, 'bool', 0, None),
         ('nodelist', 9, 'string', 0, None),
+        ('distribution', 10, 'string', 0, None),
+        ('task_nodes', 11, 'string', 1, None),
     ),
     'DeleteReservationReply': (
     ),
@@ -88,6 +90,23 @@ MESSAGES = {
         ('preempted_jobs', 17, 'int64', 0, None),
     ),
     'GetDiagRequest': (
+    ),
+    'GetJobHistoryReply': (
+        ('runs', 1, 'message', 1, 'JobRun'),
+        ('now', 2, 'double', 0, None),
+    ),
+    'GetJobHistoryRequest': (
+        ('job_ids', 1, 'int64', 1, None),
+        ('array_tasks', 2, 'string', 1, None),
+        ('users', 3, 'string', 1, None),
+        ('accounts', 4, 'string', 1, None),
+        ('partitions', 5, 'string', 1, None),
+        ('names', 6, 'string', 1, None),
+        ('states', 7, 'string', 1, None),
+        ('start', 8, 'double', 0, None),
+        ('end', 9, 'double', 0, None),
+        ('duplicates', 10, 'bool', 0, None),
+        ('any_eligibility', 11, 'bool', 0, None),
     ),
     'GetJobsReply': (
         ('jobs', 1, 'message', 1, 'Job'),
@@ -168,10 +187,12 @@ MESSAGES = {
         ('factors', 27, 'map', 0, ('string', 'double', None)),
         ('preempt_time', 28, 'double', 0, None),
         ('preempt_mode', 29, 'string', 0, None),
+        ('cancelled_by', 30, 'string', 0, None),
     ),
     'JobError': (
         ('job_id', 1, 'int64', 0, None),
         ('message', 2, 'string', 0, None),
+        ('id_text', 3, 'string', 0, None),
     ),
     'JobEvent': (
         ('job_id', 1, 'int64', 0, None),
@@ -192,6 +213,11 @@ MESSAGES = {
         ('names', 5, 'string', 1, None),
         ('include_finished', 6, 'bool', 0, None),
         ('nodes', 7, 'string', 1, None),
+        ('array_tasks', 8, 'string', 1, None),
+    ),
+    'JobRun': (
+        ('job', 1, 'message', 0, 'Job'),
+        ('state', 2, 'string', 0, None),
     ),
     'JobSpec': (
         ('name', 1, 'string', 0, None),
@@ -242,6 +268,12 @@ MESSAGES = {
         ('dependency', 46, 'string', 0, None),
         ('kill_on_invalid_dep', 47, 'bool', 0, None),
         ('reservation', 48, 'string', 0, None),
+        ('gpus_per_task', 49, 'int32', 0, None),
+        ('max_nodes', 50, 'int32', 0, None),
+        ('min_cpus_per_node', 51, 'int32', 0, None),
+        ('overcommit', 52, 'bool', 0, None),
+        ('mem_whole_node', 53, 'bool', 0, None),
+        ('exclusive_user', 54, 'bool', 0, None),
     ),
     'LaunchJobsReply': (
         ('accepted', 1, 'int64', 1, None),
@@ -396,6 +428,8 @@ MESSAGES = {
         ('exit_signal', 11, 'int32', 0, None),
         ('exclusive', 12, 'bool', 0, None),
         ('cpus_per_node', 13, 'int32', 1, None),
+        ('task_nodes', 14, 'int32', 1, None),
+        ('distribution', 15, 'string', 0, None),
     ),
     'StepInput': (
         ('launch', 1, 'message', 2, 'StepLaunch'),
@@ -423,6 +457,13 @@ MESSAGES = {
         ('stdin_to_all', 17, 'bool', 0, None),
         ('cpus_per_task', 18, 'int32', 0, None),
         ('user', 19, 'string', 0, None),
+        ('unbuffered', 20, 'bool', 0, None),
+        ('cpu_bind', 21, 'string', 0, None),
+        ('distribution', 22, 'string', 0, None),
+        ('stdin_mode', 23, 'string', 0, None),
+        ('gpus_per_task', 24, 'int32', 0, None),
+        ('rlimits', 25, 'string', 1, None),
+        ('srun_host', 26, 'string', 0, None),
     ),
     'StepNode': (
         ('name', 1, 'string', 0, None),
@@ -459,6 +500,8 @@ MESSAGES = {
     'UpdateJobsRequest': (
         ('job_ids', 1, 'int64', 1, None),
         ('action', 2, 'string', 0, None),
+        ('array_tasks', 3, 'string', 1, None),
+        ('changes', 4, 'map', 0, ('string', 'string', None)),
     ),
     'UpdateNodesReply': (
     ),
@@ -481,6 +524,7 @@ METHODS = {
         'SubmitJob': ('SubmitJobRequest', 'SubmitJobReply'),
         'SubmitJobs': ('SubmitJobsRequest', 'SubmitJobsReply'),
         'GetJobs': ('GetJobsRequest', 'GetJobsReply'),
+        'GetJobHistory': ('GetJobHistoryRequest', 'GetJobHistoryReply'),
         'CancelJobs': ('CancelJobsRequest', 'CancelJobsReply'),
         'UpdateJobs': ('UpdateJobsRequest', 'UpdateJobsReply'),
         'GetNodes': ('GetNodesRequest', 'GetNodesReply'),

@@ -32,6 +32,19 @@ def parse_cpulist(text: str) -> set[int]:
     return out
 
 
+def cpulist(cpus) -> str:
+    """[0, 1, 2, 5] -> '0-2,5' (the kernel's list form)."""
+    out, run = [], []
+    for c in sorted(cpus):
+        if run and c != run[-1] + 1:
+            out.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
+            run = []
+        run.append(c)
+    if run:
+        out.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
+    return ",".join(out)
+
+
 class CoreMap:
     def __init__(self, cores: set[int] | None = None):
         self.cores = sorted(cores if cores is not None else os.sched_getaffinity(0))
@@ -50,6 +63,10 @@ class CoreMap:
             for c in chosen:
                 self.owner[c] = key
             return chosen
+
+    def held(self, key: str) -> list[int]:
+        with self.lock:
+            return sorted(c for c, k in self.owner.items() if k == key)
 
     def release(self, key: str) -> None:
         with self.lock:

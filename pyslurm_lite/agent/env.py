@@ -71,8 +71,10 @@ def batch_environment(job: Job, cfg: Config, node: str, node_addrs: dict[str, st
         "SLURMD_NODENAME": node, "SLURM_CLUSTER_NAME": cfg.cluster_name,
         "SLURM_CONF": cfg.path, "SLURM_NODEID": "0", "SLURM_PROCID": "0", "SLURM_LOCALID": "0",
         "SLURM_GTIDS": "0", "SLURM_TOPOLOGY_ADDR": node, "SLURM_TOPOLOGY_ADDR_PATTERN": "node",
-        "SLURM_WORKING_CLUSTER": f"{cfg.cluster_name}:{cfg.controller_addr or cfg.controller_host}:"
-                                 f"{cfg.controller_port}",
+        "SLURM_WORKING_CLUSTER": working_cluster(cfg),
+        "SLURM_NODE_ALIASES": "(null)",  # no cloud nodes: Slurm's own spelling of "none"
+        # the submitter's scheduling priority (sbatch/srun send it, as Slurm's do)
+        "SLURM_PRIO_PROCESS": env.get("SLURM_PRIO_PROCESS", "0"),
         "ENVIRONMENT": "BATCH", "SLURM_RESTART_COUNT": str(job.restart_count),
         "MASTER_ADDR": env.get("MASTER_ADDR", first_addr),
         "MASTER_PORT": env.get("MASTER_PORT", str(job.master_port)),
@@ -93,11 +95,44 @@ def batch_environment(job: Job, cfg: Config, node: str, node_addrs: dict[str, st
         env["SLURM_MEM_PER_NODE"] = str(spec.mem_per_node)
     elif spec.mem_per_cpu or cfg.def_mem_per_cpu:
         env["SLURM_MEM_PER_CPU"] = str(spec.mem_per_cpu or cfg.def_mem_per_cpu)
+    env.update(request_environment(spec))
     if job.time_limit > 0:
         env["SLURM_JOB_END_TIME"] = str(int(job.start_time + job.time_limit * 60))
     env["SLURM_JOB_START_TIME"] = str(int(job.start_time))
     env.update(gpu_env or {})
     return env
+
+
+# Slurm 22.05's protocol version and the id of select/cons_tres: the last two fields of
+# SLURM_WORKING_CLUSTER, which tools split on ':' and expect five of.
+PROTOCOL_VERSION, SELECT_PLUGIN_ID = 9728, 109
+
+
+def working_cluster(cfg: Config) -> str:
+    return (f"{cfg.cluster_name}:{cfg.controller_addr or cfg.controller_host}:"
+            f"{cfg.controller_port}:{PROTOCOL_VERSION}:{SELECT_PLUGIN_ID}")
+
+
+def request_environment(spec) -> dict[str, str]:
+    """Variables that echo what the job asked for, set only when it asked (as Slurm does)."""
+    env = {}
+    if spec.dependency:
+        env["SLURM_JOB_DEPENDENCY"] = spec.dependency
+    if spec.gpus_per_node:
+        env["SLURM_GPUS_PER_NODE"] = _typed(spec.gpu_type, spec.gpus_per_node)
+    if spec.gpus_per_task:
+        env["SLURM_GPUS_PER_TASK"] = _typed(spec.gpu_type, spec.gpus_per_task)
+    elif spec.gpus:
+        env["SLURM_GPUS"] = _typed(spec.gpu_type, spec.gpus)
+    if spec.cpus_per_gpu:
+        env["SLURM_CPUS_PER_GPU"] = str(spec.cpus_per_gpu)
+    if spec.mem_per_gpu:
+        env["SLURM_MEM_PER_GPU"] = str(spec.mem_per_gpu)
+    return env
+
+
+def _typed(gpu_type: str, count: int) -> str:
+    return f"{gpu_type}:{count}" if gpu_type else str(count)
 
 
 def gpu_environment(gpus: list[int], fenced: bool = False) -> dict[str, str]:
@@ -119,7 +154,8 @@ _ = grp  # group names are resolved by the submitter; kept for SLURM_JOB_GROUP l
 
 def step_environment(job: Job, cfg: Config, node: str, base: dict[str, str], step_id: int,
                      step_nodes: list[str], tasks_per_node: list[int], node_addrs: dict[str, str],
-                     cpus_per_task: int, label: bool) -> dict[str, str]:
+                     cpus_per_task: int, label: bool, distribution: str = "",
+                     srun_host: str = "") -> dict[str, str]:
     """What every task of a step on this node shares: the job's variables (as a batch script
     sees them), the caller's environment over them, then the step's."""
     env = batch_environment(job, cfg, node, node_addrs)
@@ -136,10 +172,14 @@ def step_environment(job: Job, cfg: Config, node: str, base: dict[str, str], ste
         "SLURM_TASKS_PER_NODE": compress_counts(tasks_per_node),
         "SLURM_NNODES": str(len(step_nodes)), "SLURM_NTASKS": str(ntasks), "SLURM_NPROCS": str(ntasks),
         "SLURM_NODELIST": env.get("SLURM_JOB_NODELIST", nodelist),
-        "SLURM_CPUS_PER_TASK": str(cpus_per_task), "SLURM_DISTRIBUTION": "block",
+        "SLURM_DISTRIBUTION": distribution or "block",
         "SLURMD_NODENAME": node, "SLURM_TOPOLOGY_ADDR": node,
-        "SLURM_LAUNCH_NODE_IPADDR": node_addrs.get(step_nodes[0], "127.0.0.1"),
+        # where srun runs (it reaches the tasks through this agent: no port of its own)
+        "SLURM_LAUNCH_NODE_IPADDR": srun_host or "127.0.0.1",
+        "SLURM_SRUN_COMM_HOST": srun_host or "127.0.0.1",
     })
+    if cpus_per_task > 1 or "SLURM_CPUS_PER_TASK" in base:  # only when -c was given
+        env["SLURM_CPUS_PER_TASK"] = str(cpus_per_task)
     if label:
         env["SLURM_LABELIO"] = "1"
     # The PyTorch contract: one rendezvous for the whole step, on its first node. A MASTER_ADDR

@@ -1,14 +1,26 @@
-"""gpu/nvml and gpu/generic: where an agent learns which GPUs its host has.
+"""gpu/nvml and gpu/generic: where an agent learns which GPUs its node has.
 
 NvmlSource reads the real devices through pynvml (package nvidia-ml-py). ConfiguredSource takes
-the GPUs configuration declares (gres.conf File= lines or NodeName Gres=gpu:N) and marks them
-simulated, for machines without a GPU. `discover()` picks one by what is present and configured.
+the GPUs configuration declares (gres.conf lines or NodeName Gres=gpu:N) and marks them
+simulated, for machines without a GPU. `discover()` picks one as slurmd does with gres.conf:
+
+  AutoDetect=off          gres.conf as written (else slurm.conf Gres=)
+  AutoDetect=nvml         NVML's devices; those gres.conf names by File= for this node when it
+                          names any (several nodes on one host each get their own GPUs)
+  no AutoDetect           gres.conf lines for this node win; NVML supplies the details of the
+                          devices their File= names when every one of them is a real GPU; a node
+                          gres.conf says nothing about gets NVML's devices, else slurm.conf's
+
+`split()` deals a host's GPUs out to the nodes of a local cluster (`cluster up`): node1 gets the
+first G, node2 the next G..., never one GPU to two nodes. The controller checks what an agent
+reports against slurm.conf (controller/gres_check.py); this module only reports.
 """
 
 from __future__ import annotations
 
 import logging
 import re
+from dataclasses import replace
 
 from ..config import Config
 from ..model import GpuDevice
@@ -94,13 +106,81 @@ class ConfiguredSource:
 
 
 def discover(cfg: Config, node: str) -> list[GpuDevice]:
-    """NVML when configured (AutoDetect=nvml) or when devices exist; else configuration."""
+    """This node's GPUs, by the rules in the module docstring."""
+    declared = [d for d in cfg.gres_devices.get(node, []) if d.name == "gpu"]
+    configured = ConfiguredSource(cfg, node).devices
+    mode = cfg.gres_autodetect
+    if mode == "off" or (declared and mode != "nvml" and not all(d.file for d in declared)):
+        return configured()
     try:
         found = NvmlSource().devices()
-        if found:
-            log.info("NVML found %d GPU(s): %s", len(found), ", ".join(g.name for g in found))
-            return found
     except Exception as e:  # no driver, no library: the generic source is the documented fallback
-        if cfg.gres_autodetect == "nvml":
+        if mode == "nvml":
             log.warning("AutoDetect=nvml but NVML is unavailable (%s); using configured GPUs", e)
-    return ConfiguredSource(cfg, node).devices()
+        return configured()
+    files = [d.file for d in declared if d.file]
+    if files:
+        mine = by_files(found, declared)
+        if mine is not None:
+            return mine
+        if mode == "nvml":
+            log.warning("gres.conf File= for %s names devices NVML does not have (%s); using "
+                        "gres.conf as written", node, ", ".join(files))
+        return configured()
+    if found:
+        log.info("NVML found %d GPU(s): %s", len(found), ", ".join(g.name for g in found))
+        return found
+    return configured()
+
+
+def by_files(found: list[GpuDevice], declared) -> list[GpuDevice] | None:
+    """The NVML devices gres.conf names by File=, in gres.conf's order, its Type= winning over
+    NVML's model name; None when one of the files is not a device NVML has. NVML's indices are
+    kept: they are what CUDA_VISIBLE_DEVICES counts on the host."""
+    by_file = {g.file: g for g in found}
+    out = []
+    for d in declared:
+        g = by_file.get(d.file)
+        if g is None:
+            return None
+        out.append(replace(g, type=d.type or g.type))
+    return out
+
+
+class NotEnoughGpus(ValueError):
+    """The host has fewer GPUs than a local cluster's nodes were asked to get."""
+
+
+def split(found: list[GpuDevice], nodes: list[str], per_node: int) -> dict[str, list[GpuDevice]]:
+    """Deal the host's GPUs to the nodes, per_node each in NVML order: node1 gets GPUs 0-1,
+    node2 2-3... (per_node=2). NotEnoughGpus when there are fewer than len(nodes) * per_node."""
+    wanted = len(nodes) * per_node
+    if len(found) < wanted:
+        raise NotEnoughGpus(f"this host has {len(found)} GPU(s), fewer than the {wanted} asked "
+                            f"({len(nodes)} node(s) x {per_node})")
+    ordered = sorted(found, key=lambda g: g.index)
+    return {name: ordered[i * per_node:(i + 1) * per_node] for i, name in enumerate(nodes)}
+
+
+def foreign_devices(cfg: Config, node: str) -> list[str]:
+    """Device files gres.conf gives to the other nodes at this node's address (a local cluster's
+    nodes share one host): a job here must be fenced from them too, or a fenced job counting
+    CUDA devices from 0 would see a neighbour's GPU first."""
+    me = cfg.nodes.get(node)
+    mine = {d.file for d in cfg.gres_devices.get(node, []) if d.file}
+    out: list[str] = []
+    for other, devices in cfg.gres_devices.items():
+        peer = cfg.nodes.get(other)
+        if other == node or me is None or peer is None or peer.addr != me.addr:
+            continue
+        out += [d.file for d in devices if d.name == "gpu" and d.file and d.file not in mine
+                and d.file not in out]
+    return out
+
+
+def host_gpus() -> list[GpuDevice]:
+    """The real GPUs of this host, [] when there is no NVML or no GPU."""
+    try:
+        return NvmlSource().devices()
+    except Exception:  # no driver, no library: no real GPU to share out
+        return []

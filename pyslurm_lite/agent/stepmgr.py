@@ -33,6 +33,7 @@ from ..config import Config
 from ..model import GpuDevice, Job, NodeAllocation
 from ..rpc import credential
 from ..rpc.credential import Claims, CredentialError
+from . import gpu as gpu_mod
 from . import spool as spool_mod
 from .cgroup import Limits, Tracker
 from .cpus import CoreMap
@@ -180,7 +181,9 @@ class StepManager:
         mine = {g.index for g in self.gpus if g.index in here.gpus}
         numa = {g.numa_node for g in self.gpus if g.index in mine and g.numa_node >= 0}
         deny = [_device_number(g.file) for g in self.gpus if g.index not in mine and g.file]
-        deny = [d for d in deny if d is not None]
+        # a local cluster's other nodes share this host: their GPUs are fenced off too
+        deny += [_device_number(f) for f in gpu_mod.foreign_devices(self.cfg, self.node)]
+        deny = list(dict.fromkeys(d for d in deny if d is not None))
         fenced = bool(deny) and self.tracker.fences_devices
         cpus = self.cores.take(job_key(job.job_id), here.cpus, numa)
         return Limits(mem_mb=here.mem, cpus=cpus, deny_devices=deny), fenced

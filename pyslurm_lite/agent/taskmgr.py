@@ -26,6 +26,9 @@ from ..rpc import wire
 from .._proto import agent_pb2
 from ..model import Job
 from ..rpc.credential import Claims, CredentialError
+from . import binding
+from .cpus import cpulist
+from .iobuf import LineBuffer
 from .env import step_environment, submitter_umask, task_environment
 from .iopaths import CHDIR, CHDIR_REPORT, expand_pattern
 from .stepmgr import apply_claims
@@ -39,7 +42,19 @@ CHUNK = 65536  # bytes read from a task's pipe at a time
 _GATE = ('read -r go <&"$GATE_FD"; exec {GATE_FD}<&-; unset GATE_FD; '
          '[ "$go" = go ] || exit 111; export SLURM_TASK_PID=$$; ' + CHDIR)
 SHIM = _GATE + CHDIR_REPORT + 'shift; exec "$@"'
-SHIM_FILES = _GATE + 'exec >>"$2" 2>>"$3" || exit 1; ' + CHDIR_REPORT + 'shift 3; exec "$@"'
+# $2 and $3 may each be empty: that stream stays a pipe to srun (srun --error=FILE alone)
+SHIM_FILES = (_GATE + '{ [ -z "$2" ] || exec >>"$2"; } && { [ -z "$3" ] || exec 2>>"$3"; } '
+              '|| exit 1; ' + CHDIR_REPORT + 'shift 3; exec "$@"')
+
+
+def _reads_stdin(launch, rank: int) -> bool:
+    """srun -i: task 0 by default, every task (all, or a file srun reads), one task, or none."""
+    mode = launch.stdin_mode
+    if mode == "all" or launch.stdin_to_all:
+        return True
+    if mode == "none":
+        return False
+    return rank == (int(mode) if mode.isdigit() else 0)
 
 
 @dataclass
@@ -47,10 +62,11 @@ class StepRun:
     job_id: int
     step_id: int
     procs: dict[int, subprocess.Popen] = field(default_factory=dict)  # rank -> process
-    stdin: object = None  # task 0's stdin pipe (or None)
+    stdin: dict[int, int] = field(default_factory=dict)  # rank -> stdin pipe (srun -i)
     out: queue.Queue = field(default_factory=queue.Queue)
     pidfds: dict[int, int] = field(default_factory=dict)  # rank -> pidfd, while the task runs
     lock: threading.Lock = field(default_factory=threading.Lock)
+    cpus: set[int] = field(default_factory=set)  # the CPUs its tasks are bound to here
 
 
 class TaskManager:
@@ -103,19 +119,29 @@ class TaskManager:
         try:
             for msg in requests:
                 kind = msg.WhichOneof("body")
-                if kind == "stdin" and run.stdin is not None:
-                    os.write(run.stdin, msg.stdin)
-                elif kind == "stdin_eof" and run.stdin is not None:
-                    os.close(run.stdin)
-                    run.stdin = None
+                if kind == "stdin":
+                    self._write_stdin(run, msg.stdin)
+                elif kind == "stdin_eof":
+                    self._close_stdin(run)
                 elif kind == "signal":
                     self._kill(run, msg.signal)
         except Exception:  # srun went away: the callback kills the tasks
             pass
         finally:
-            if run.stdin is not None:
-                os.close(run.stdin)
-                run.stdin = None
+            self._close_stdin(run)
+
+    @staticmethod
+    def _write_stdin(run: StepRun, data: bytes) -> None:
+        for rank, fd in list(run.stdin.items()):
+            try:
+                os.write(fd, data)
+            except BrokenPipeError:  # this task stopped reading; the others still get theirs
+                os.close(run.stdin.pop(rank))
+
+    @staticmethod
+    def _close_stdin(run: StepRun) -> None:
+        while run.stdin:
+            os.close(run.stdin.popitem()[1])
 
     def _kill(self, run: StepRun, signo: int) -> None:
         """Signal the step's processes: everything in its cgroup, and each task still running
@@ -146,62 +172,101 @@ class TaskManager:
         node_index = nodes.index(self.node)
         step_env = step_environment(job, self.steps.cfg, self.node, dict(launch.env), launch.step_id,
                                     nodes, list(launch.step_tasks_per_node), addrs,
-                                    launch.cpus_per_task, launch.env.get("SLURM_LABELIO") == "1")
+                                    launch.cpus_per_task, launch.env.get("SLURM_LABELIO") == "1",
+                                    launch.distribution, launch.srun_host)
         ranks = list(launch.task_ids)
-        gpus = self._gpu_split(job, len(ranks), launch.env.get("SLURM_GPUS_PER_TASK", ""))
+        bind, masks = self._binding(job, launch, len(ranks), run)
+        step_env.update(binding.environment(bind, masks))
+        gpus = self._gpu_split(job, len(ranks), launch.gpus_per_task)
+        if launch.gpus_per_task:
+            step_env["SLURMD_TRES_BIND"] = f"gpu:per_task:{launch.gpus_per_task}"
+            step_env["SLURM_GPUS_PER_TASK"] = str(launch.gpus_per_task)
         for local, rank in enumerate(ranks):
             env = task_environment(step_env, rank, local, node_index, ranks,
                                    gpus[local] if gpus else None, fenced)
-            run.procs[rank] = self._start_task(job, launch, env, rank, local, run, claims)
+            if launch.gpus_per_task and gpus:  # the node's count, though the task has its share
+                env["SLURM_GPUS_ON_NODE"] = str(sum(len(a.gpus) for a in job.allocations
+                                                    if a.node == self.node))
+            cpus = masks[local] if masks else None
+            run.procs[rank] = self._start_task(job, launch, env, rank, local, run, claims, cpus)
+            if bind.verbose:
+                run.out.put(agent_pb2.StepOutput(task_id=rank, stream=2, data=binding.verbose_line(
+                    self.node, rank, local, run.procs[rank].pid, cpus).encode()))
         return run
 
-    def _gpu_split(self, job: Job, ntasks: int, per_task: str) -> list[list[int]]:
+    def _binding(self, job: Job, launch, ntasks: int, run: StepRun):
+        """--cpu-bind planned over the CPUs the job may use here (its own cores when pinned),
+        those no other running step of the job is bound to first: two `srun -n1 &` of one job
+        run side by side, as Slurm gives each step CPUs of its own."""
+        bind = binding.parse(launch.cpu_bind)
+        held = self.steps.cores.held(f"job_{job.job_id}")
+        cpus = held or sorted(os.sched_getaffinity(0))
+        with self.lock:
+            busy = set().union(*(r.cpus for (j, _), r in self.runs.items()
+                                 if j == job.job_id and r is not run))
+        ordered = [c for c in cpus if c not in busy] + [c for c in cpus if c in busy]
+        masks = binding.plan(bind, ordered, ntasks, launch.cpus_per_task, bool(held))
+        run.cpus = set().union(*masks) if masks else set()
+        outside = sorted(set().union(*masks) - set(cpus)) if masks else []
+        if outside:  # before any task starts: a step runs whole or not at all
+            raise ValueError(f"--cpu-bind={launch.cpu_bind}: CPU {outside[0]} is not available "
+                             f"to job {job.job_id} here (CPUs {cpulist(cpus)})")
+        return bind, masks
+
+    def _gpu_split(self, job: Job, ntasks: int, per_task: int) -> list[list[int]]:
+        """--gpus-per-task: task i gets the i-th share of the job's GPUs here (wrapping when
+        the step has more tasks than shares); otherwise every task sees them all."""
         here = next((a for a in job.allocations if a.node == self.node), None)
         if here is None or not here.gpus:
             return []
-        if per_task.isdigit() and int(per_task) * ntasks <= len(here.gpus):
-            g = int(per_task)
-            return [here.gpus[i * g:(i + 1) * g] for i in range(ntasks)]
+        if per_task > 0 and per_task <= len(here.gpus):
+            shares = len(here.gpus) // per_task
+            return [here.gpus[(i % shares) * per_task:(i % shares + 1) * per_task]
+                    for i in range(ntasks)]
         return [here.gpus] * ntasks
 
     def _start_task(self, job: Job, launch, env: dict, rank: int, local: int, run: StepRun,
-                    claims: Claims):
+                    claims: Claims, cpus: set[int] | None = None):
         gate_r, gate_w = os.pipe()
         env = dict(env, GATE_FD=str(gate_r))
         argv = list(launch.argv)
         cwd = launch.cwd or "/"
-        to_files = bool(launch.std_out)
-        if to_files:
-            out = self._path(launch.std_out, job, launch, rank)
-            err = self._path(launch.std_err, job, launch, rank) if launch.std_err else out
+        out = self._path(launch.std_out, job, launch, rank) if launch.std_out else ""
+        err = self._path(launch.std_err, job, launch, rank) if launch.std_err else out
+        if out or err:
             cmd = ["/bin/bash", "-c", SHIM_FILES, "shim", cwd, out, err, *argv]
         else:
             cmd = ["/bin/bash", "-c", SHIM, "shim", cwd, *argv]
-        wants_stdin = rank == 0 or launch.stdin_to_all
+        wants_stdin = _reads_stdin(launch, rank)
         try:
             # cwd="/": root enters no directory of the user's; the shim does, as the user
             proc = subprocess.Popen(
                 cmd, cwd="/", env=env, pass_fds=(gate_r,), start_new_session=True,
                 umask=submitter_umask(launch.env),
                 stdin=subprocess.PIPE if wants_stdin else subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL if to_files else subprocess.PIPE,
-                stderr=subprocess.DEVNULL if to_files else subprocess.PIPE,
+                stdout=subprocess.DEVNULL if out else subprocess.PIPE,
+                stderr=subprocess.DEVNULL if err else subprocess.PIPE,
                 **self.steps.identity_of(claims.uid, claims.gid, list(claims.groups)))
         finally:
             os.close(gate_r)
         try:
             self.steps.tracker.add(f"job_{job.job_id}", proc.pid, str(launch.step_id))
+            if cpus:  # while it waits at the gate: all the task runs inherits the mask
+                os.sched_setaffinity(proc.pid, cpus)
             os.write(gate_w, b"go\n")
+        except OSError:
+            proc.kill()
+            proc.wait()
+            raise
         finally:
             os.close(gate_w)
-        if wants_stdin and rank == 0:
-            run.stdin = os.dup(proc.stdin.fileno())
-            proc.stdin.close()
-        elif wants_stdin:
+        if wants_stdin:
+            run.stdin[rank] = os.dup(proc.stdin.fileno())
             proc.stdin.close()
         with run.lock:
             run.pidfds[rank] = os.pidfd_open(proc.pid)
-        threading.Thread(target=self._watch, args=(proc, rank, run), daemon=True).start()
+        threading.Thread(target=self._watch, args=(proc, rank, run, launch.unbuffered),
+                         daemon=True).start()
         return proc
 
     def _path(self, pattern: str, job: Job, launch, rank: int) -> str:
@@ -210,21 +275,26 @@ class TaskManager:
         return os.path.join(launch.cwd or "/", name)
 
     @staticmethod
-    def _watch(proc: subprocess.Popen, rank: int, run: StepRun) -> None:
-        """Forward a task's output as it comes, then its exit (after all of its output)."""
+    def _watch(proc: subprocess.Popen, rank: int, run: StepRun, unbuffered: bool = False) -> None:
+        """Forward a task's output in whole lines (as read with srun -u), then its exit (after
+        all of its output)."""
         out = run.out
         sel = selectors.DefaultSelector()
         for stream, pipe in ((1, proc.stdout), (2, proc.stderr)):
             if pipe is not None:
-                sel.register(pipe, selectors.EVENT_READ, stream)
+                sel.register(pipe, selectors.EVENT_READ, (stream, LineBuffer()))
         while sel.get_map():
             for key, _ in sel.select():
+                stream, lines = key.data
                 data = os.read(key.fileobj.fileno(), CHUNK)
-                if data:
-                    out.put(agent_pb2.StepOutput(task_id=rank, stream=key.data, data=data))
-                else:
+                if not data:
                     sel.unregister(key.fileobj)
                     key.fileobj.close()
+                    data = lines.close()
+                elif not unbuffered:
+                    data = lines.feed(data)
+                if data:
+                    out.put(agent_pb2.StepOutput(task_id=rank, stream=stream, data=data))
         rc = proc.wait()
         with run.lock:
             os.close(run.pidfds.pop(rank))

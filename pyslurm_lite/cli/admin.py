@@ -7,7 +7,9 @@ import sys
 
 import click
 
+from .. import __version__
 from ..errors import SlurmError
+from .usage import SLURM_VERSION
 
 
 def _logging(verbose: bool) -> None:
@@ -26,6 +28,8 @@ class _Group(click.Group):
 
 
 @click.group(cls=_Group)
+@click.version_option(__version__, "-V", "--version", prog_name="pyslurm-lite",
+                      message="%(prog)s %(version)s (Slurm " + SLURM_VERSION + " commands)")
 def main():
     """pyslurm-lite operator commands: daemons and a one-command local cluster."""
 

@@ -3,6 +3,12 @@
 DIR holds slurm.conf (written once, then the operator's to edit), gres.conf, the state database,
 agents' spools, logs and pid files. `up` on an existing DIR restarts whichever daemon is not
 running, on the same state; `down` stops them and anything their jobs left running.
+
+Node names resolve for jobs as on a real cluster: as root, `up` writes the nodes' addresses into
+a block of /etc/hosts of this DIR's own, and `down` removes it (hostsfile.py); not root, `up`
+says so and prints the line to add. On a host with GPUs, gres.conf deals them out: node1 gets the
+first --gpus of them, node2 the next ..., never one GPU to two nodes; with fewer GPUs than asked,
+the nodes get simulated ones and `up` says so.
 """
 
 from __future__ import annotations
@@ -18,6 +24,8 @@ import time
 import psutil
 
 from .. import config as config_mod
+from ..agent import gpu as gpu_mod
+from . import hostsfile
 from ..errors import ConfigError, SlurmError
 
 UP_TIMEOUT = 60.0  # seconds to wait for every node to register
@@ -57,9 +65,38 @@ def write_config(directory: str, nodes: int, cpus: int, mem: int, gpus: int, tls
     with open(conf, "w") as f:
         f.write("\n".join(lines) + "\n")
     if gpus:
+        text, said = gres_conf(names, gpus, gpu_mod.host_gpus())
         with open(os.path.join(directory, "gres.conf"), "w") as f:
-            f.write(f"NodeName={config_mod.collect(names)} Name=gpu Count={gpus}\n")
+            f.write(text)
+        if said:
+            note(said)
     return conf
+
+
+def gres_conf(names: list[str], per_node: int, found) -> tuple[str, str]:
+    """gres.conf for the nodes, and what `up` should say about it. Without real GPUs: per_node
+    simulated ones each. With enough: each node's own GPUs by File= (NVML fills in the rest).
+    With too few: simulated ones, AutoDetect=off, so no real GPU goes to two nodes."""
+    if not found:
+        return f"NodeName={config_mod.collect(names)} Name=gpu Count={per_node}\n", ""
+    try:
+        dealt = gpu_mod.split(found, names, per_node)
+    except gpu_mod.NotEnoughGpus as e:
+        usable = len(found) // len(names)
+        fits = f"--gpus {usable} or fewer" if usable else f"--nodes {len(found)} --gpus 1"
+        return (f"AutoDetect=off\nNodeName={config_mod.collect(names)} Name=gpu Count={per_node}\n",
+                f"{e}: the nodes get simulated GPUs (gres.conf AutoDetect=off); ask for "
+                f"{fits} to use this host's real ones")
+    lines = ["AutoDetect=nvml"]
+    for name, devices in dealt.items():
+        lines += [f"NodeName={name} Name=gpu Type={d.type} File={d.file}" for d in devices]
+    shares = "; ".join(f"{n}: {','.join(d.file for d in ds)}" for n, ds in dealt.items())
+    return "\n".join(lines) + "\n", f"GPUs of this host dealt out in gres.conf: {shares}"
+
+
+def note(message: str) -> None:
+    """What `up` and `down` say besides the export line, on stderr (`eval $(cluster up)` works)."""
+    print(f"pyslurm-lite cluster: {message}", file=sys.stderr)
 
 
 def _pid_alive(pid_file: str, conf: str) -> int:
@@ -101,6 +138,7 @@ def up(directory: str, nodes: int, cpus: int, mem: int, gpus: int, echo=print, t
         raise ConfigError(f"{conf} exists without TLSParameters: --tls applies to a new cluster "
                           f"directory (or add TLSParameters= yourself)")
     cfg = config_mod.load(conf)
+    publish_names(directory, cfg)
     for name, args in daemons(directory, cfg):
         pid_file = os.path.join(directory, f"{name}.pid")
         if not _pid_alive(pid_file, conf):
@@ -108,6 +146,26 @@ def up(directory: str, nodes: int, cpus: int, mem: int, gpus: int, echo=print, t
     _wait_ready(directory, cfg)
     echo(f"export PYSLURM_LITE_CONF={conf}")
     return conf
+
+
+def publish_names(directory: str, cfg, path: str = hostsfile.HOSTS) -> bool:
+    """Make the node names resolve for jobs (this DIR's block of /etc/hosts); say what was done,
+    or why not and what to add by hand. True when the block is in place."""
+    addrs = hostsfile.entries(cfg)
+    if not addrs:
+        return False
+    names = config_mod.collect([n for ns in addrs.values() for n in ns])
+    try:
+        clashes = hostsfile.edit(directory, addrs, path)
+    except OSError as e:
+        why = "not root" if os.geteuid() != 0 else e.strerror
+        note(f"node names {names} do not resolve for jobs ({path} not writable: {why}); "
+             f"add this to {path} yourself: {hostsfile.manual_line(addrs)}")
+        return False
+    for clash in clashes:
+        note(f"warning: {clash}: jobs resolving that name get that address, not this cluster's")
+    note(f"node names {names} resolve for jobs: {path} has them (removed by `cluster down`)")
+    return True
 
 
 def _wait_ready(directory: str, cfg) -> None:
@@ -149,7 +207,17 @@ def down(directory: str, echo=print) -> None:
     for proc in alive:
         proc.kill()
     _kill_leftover_jobs(directory, config_mod.load(conf))
+    unpublish_names(directory)
     echo(f"stopped {len(pids)} daemon(s)")
+
+
+def unpublish_names(directory: str, path: str = hostsfile.HOSTS) -> None:
+    if not hostsfile.has_block(directory, path):
+        return
+    try:
+        hostsfile.edit(directory, None, path)
+    except OSError as e:
+        note(f"could not remove this cluster's node names from {path}: {e.strerror}")
 
 
 def _kill_leftover_jobs(directory: str, cfg) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 
 from ..errors import SlurmError
@@ -33,30 +34,141 @@ def terminal_columns() -> int:
     return columns if columns > 0 else 80
 
 
+# Slurm's exit status for a bad option: the job commands share slurm_opt.c (255); the others
+# exit(1) from their own getopt loop.
+OPTION_ERROR_EXIT = {"sbatch": 255, "srun": 255, "salloc": 255}
+NO_TRY_HELP = frozenset({"sacct"})  # its getopt loop adds no 'Try "sacct --help"' line
+# Commands that print Slurm's "CLUSTER: name" line above their header when -M is given. They
+# get it from parse_args until their own code places it (after --long's date line, as Slurm).
+BANNER_AT_PARSE = frozenset({"squeue", "sinfo"})
+
+
 class SlurmArgParser(argparse.ArgumentParser):
     """argparse that parses and reports like Slurm's getopt_long: a long option may be given by
     any unambiguous prefix (`sacct --job 3`, which workflow tools rely on); "prog: unrecognized
-    option '--x'" and exit 255."""
+    option '--x'" and Slurm's exit status. Every command also gets what all of Slurm's share:
+    --usage, -V/--version, -M/--clusters, and --help in Slurm's layout (usage.py)."""
 
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("formatter_class", HelpFormatter)
         kwargs.setdefault("allow_abbrev", True)
         super().__init__(*args, **kwargs)
+        self._slurm_options_added = False
+
+    def parse_known_args(self, args=None, namespace=None):
+        self._add_slurm_options()
+        return super().parse_known_args(args, namespace)
+
+    def parse_args(self, args=None, namespace=None):
+        ns = super().parse_args(args, namespace)
+        if self.prog in BANNER_AT_PARSE:
+            sys.stdout.write("".join(line + "\n" for line in cluster_banner(ns)))
+        return ns
+
+    def format_help(self) -> str:
+        from .usage import help_text
+        self._add_slurm_options()
+        return help_text(self) or super().format_help()
+
+    def _add_slurm_options(self) -> None:
+        """Added last, at the first parse, so a command's own use of a letter wins."""
+        if self._slurm_options_added:
+            return
+        self._slurm_options_added = True
+        free = lambda *names: [n for n in names if n not in self._option_string_actions]
+        if free("--usage"):
+            self.add_argument("--usage", action=_UsageAction)
+        if free("-V", "--version"):
+            self.add_argument(*free("-V", "--version"), action=_VersionAction)
+        if "--clusters" not in self._option_string_actions:
+            self.add_argument(*free("-M", "--clusters", "--cluster"), action=_ClustersAction,
+                              dest="clusters", metavar="names")
+
+    def _get_option_tuples(self, option_string):
+        """Prefix matches, one per option: getopt_long finds no ambiguity among names of one
+        option (`--clus` is --cluster and --clusters, both -M); argparse would."""
+        seen, unique = set(), []
+        for match in super()._get_option_tuples(option_string):
+            if id(match[0]) not in seen:
+                seen.add(id(match[0]))
+                unique.append(match)
+        return unique
 
     def error(self, message: str):
+        try_help = "" if self.prog in NO_TRY_HELP else \
+            f'Try "{self.prog} --help" for more information\n'
         if message.startswith("unrecognized arguments:"):
             bad = message.split(":", 1)[1].strip().split()[0]
-            sys.stderr.write(f"{self.prog}: unrecognized option '{bad}'\n"
-                             f'Try "{self.prog} --help" for more information\n')
+            what = f"invalid option -- '{bad[1]}'" if re.match(r"-[^-]", bad) \
+                else f"unrecognized option '{bad}'"  # glibc's two wordings
+            sys.stderr.write(f"{self.prog}: {what}\n{try_help}")
         elif message.startswith("ambiguous option:"):  # glibc getopt_long's words
             bad, _, matches = message.split(":", 1)[1].strip().partition(" could match ")
             names = " ".join(f"'{m.strip()}'" for m in matches.split(","))
             sys.stderr.write(f"{self.prog}: option '{bad.split('=')[0]}' is ambiguous; "
-                             f"possibilities: {names}\n"
-                             f'Try "{self.prog} --help" for more information\n')
+                             f"possibilities: {names}\n{try_help}")
         else:
             sys.stderr.write(f"{self.prog}: error: {message}\n")
-        sys.exit(255)
+        sys.exit(OPTION_ERROR_EXIT.get(self.prog, 1))
+
+
+class _UsageAction(argparse.Action):
+    """--usage: Slurm's short usage block, exit 0."""
+
+    def __init__(self, option_strings, dest, **kwargs):
+        super().__init__(option_strings, dest=argparse.SUPPRESS, nargs=0, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from .usage import usage_text
+        sys.stdout.write(usage_text(parser))
+        parser.exit(0)
+
+
+class _VersionAction(argparse.Action):
+    """-V/--version: "slurm 22.05.8", the one line clients parse (see usage.SLURM_VERSION)."""
+
+    def __init__(self, option_strings, dest, **kwargs):
+        super().__init__(option_strings, dest=argparse.SUPPRESS, nargs=0, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from .usage import VERSION_LINE
+        sys.stdout.write(VERSION_LINE)
+        parser.exit(0)
+
+
+class _ClustersAction(argparse.Action):
+    """-M/--clusters NAMES: the names that are this cluster (ClusterName), 'all' being all of
+    them; refused as Slurm's slurmdb_get_info_cluster() refuses names its database lacks."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        setattr(namespace, self.dest, resolve_clusters(parser.prog, values))
+
+
+def resolve_clusters(prog: str, names: str) -> list[str]:
+    """'all', or a comma-separated list: the cluster names among them that are ours. A name we
+    do not know gets Slurm's "No cluster 'x' known by database."; none known: Slurm's error and
+    exit 1."""
+    from ..config import load
+    ours = load().cluster_name
+    if names.strip().lower() == "all":
+        return [ours]
+    found = []
+    for name in dict.fromkeys(n.strip().lower() for n in names.split(",") if n.strip()):
+        if name == ours.lower():
+            found.append(ours)
+        else:
+            sys.stderr.write(f"{prog}: error: No cluster '{name}' known by database.\n")
+    if not found:
+        fail(prog, f"'{names}' can't be reached now, or it is an invalid entry for --cluster.  "
+                   "Use 'sacctmgr list clusters' to see available clusters.")
+    return found
+
+
+def cluster_banner(ns) -> list[str]:
+    """Slurm's "CLUSTER: name" line, one per cluster named by -M, unless headers are off."""
+    if not getattr(ns, "clusters", None) or getattr(ns, "noheader", False):
+        return []
+    return [f"CLUSTER: {name}" for name in ns.clusters]
 
 
 def fail(prog: str, message: str, code: int = 1):

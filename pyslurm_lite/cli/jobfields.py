@@ -64,7 +64,8 @@ class FoldedTasks:
         from ..arrays import fold
         self._job = job
         limit = f"%{job.array_limit}" if job.array_limit else ""
-        self.id_text = f"{job.array_job_id}_[{fold(indices)}{limit}]"
+        self.task_text = f"{fold(indices)}{limit}"  # scontrol's ArrayTaskId=1-3%2
+        self.id_text = f"{job.array_job_id}_[{self.task_text}]"
 
     def __getattr__(self, name):
         return getattr(self._job, name)

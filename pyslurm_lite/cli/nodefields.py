@@ -120,6 +120,37 @@ def gres_text(cfg) -> str:
     return ",".join(items) or "(null)"
 
 
+def gres_used_text(node) -> str:
+    """sinfo -O GresUsed: per configured gres, how many are allocated and which indices, as
+    Slurm's gres_get_node_used(): gpu:a100:2(IDX:0-1),gpu:t4:0(IDX:N/A); (null) without gres."""
+    if not node.config.gres:
+        return "(null)"
+    alloc = set(node.alloc_gpus)
+    items = []
+    for g in node.config.gres:
+        if g.name != "gpu":
+            items.append(f"{g.name}:0")  # only GPUs are allocated by index here
+            continue
+        devices = [d.index for d in node.gpus if not g.type or d.type == g.type] if node.gpus \
+            else sorted(alloc)  # not registered since the controller started: the indices held
+        ids = sorted(i for i in devices if i in alloc)
+        label = ":".join(["gpu"] + ([g.type] if g.type else []) + [str(len(ids))])
+        items.append(f"{label}(IDX:{index_ranges(ids) or 'N/A'})")
+    return ",".join(items)
+
+
+def index_ranges(ids: list[int]) -> str:
+    """[0, 1, 3] -> '0-1,3', as Slurm's bit_fmt."""
+    out, start = [], None
+    for i, n in enumerate(ids):
+        if start is None:
+            start = n
+        if i + 1 == len(ids) or ids[i + 1] != n + 1:
+            out.append(f"{start}-{n}" if n != start else str(n))
+            start = None
+    return ",".join(out)
+
+
 def gpu_total(cfg) -> int:
     return sum(g.count for g in cfg.gres if g.name == "gpu")
 
@@ -161,6 +192,8 @@ def node_field(node, letter: str) -> str:
         "b": lambda: ",".join(cfg.features) or "(null)",
         "O": lambda: f"{node.cpu_load:.2f}" if node.responding else "N/A",
         "e": lambda: str(node.free_memory) if node.responding else "N/A",
+        "allocmem": lambda: str(node.alloc_mem), "gresused": lambda: gres_used_text(node),
+        "port": lambda: str(cfg.port or 0), "statecomplete": lambda: display_state(node).lower(),
     }
     fn = simple.get(letter)
     return fn() if fn else ""

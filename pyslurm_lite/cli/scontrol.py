@@ -1,5 +1,6 @@
-"""scontrol: show jobs, nodes and partitions as Slurm 22.05 prints them; update nodes; hold,
-release and requeue jobs; expand and compact hostlists; ping the controller.
+"""scontrol: show jobs, nodes, partitions and the configuration as Slurm 22.05 prints them;
+update nodes and jobs (scontrol_update.py); hold, release and requeue jobs, array tasks (12_3)
+included; expand and compact hostlists; ping the controller.
 
 A record is a list of "Key=Value ..." lines: printed with "\\n   " between lines and a blank
 line after each record, or all on one line with -o/--oneliner, exactly as Slurm joins them.
@@ -121,8 +122,7 @@ def _job_state_lines(job, spec, now: float, detail: bool) -> list[str]:
     from ..units import format_limit_hms
     run_t, start_t, end_t = _job_times(job, now)
     return [
-        f"JobId={job.job_id}" + (f" ArrayJobId={job.array_job_id} ArrayTaskId={job.array_task_id}"
-                                 if job.array_job_id else "") + f" JobName={spec.name}",
+        f"JobId={job.job_id}{_array_ids(job)} JobName={spec.name}",
         f"UserId={spec.user}({spec.uid}) GroupId={_name_of(spec.gid, True)}({spec.gid}) "
         "MCS_label=N/A",
         f"Priority={0 if job.held else job.priority} Nice={spec.nice} "
@@ -140,6 +140,16 @@ def _job_state_lines(job, spec, now: float, detail: bool) -> list[str]:
         f"SuspendTime=None SecsPreSuspend=0 LastSchedEval={_ts(job.start_time or job.submit_time)}"
         " Scheduler=Main",
     ]
+
+
+def _array_ids(job) -> str:
+    """' ArrayJobId=A ArrayTaskId=T[ ArrayTaskThrottle=N]'; pending tasks folded show their
+    indices (1-3%2), as Slurm's one record for the array's pending part."""
+    if not job.array_job_id:
+        return ""
+    task = getattr(job, "task_text", None) or str(job.array_task_id)
+    throttle = f" ArrayTaskThrottle={job.array_limit}" if job.array_limit else ""
+    return f" ArrayJobId={job.array_job_id} ArrayTaskId={task}{throttle}"
 
 
 def _job_place_lines(job, spec, cfg, detail: bool) -> list[str]:
@@ -182,23 +192,32 @@ def _job_file_lines(job, spec) -> list[str]:
 
 
 def show_job(client, ns, arg: str | None) -> int:
-    from ..errors import NotFound
-    ids = []
+    """show job [ID | A_T | A]: a named task alone; otherwise an array's pending tasks are one
+    record (ArrayTaskId=1-3) until they start, as Slurm keeps them in one job record."""
+    from ..errors import InvalidRequest, NotFound
+    from .jobfields import fold_pending_tasks
+    from .jobids import filter_fields, parse
+    ids, tasks = [], []
     if arg is not None:
-        head = arg.split("_")[0]
-        if not head.isdigit():
+        try:
+            ids, tasks = filter_fields(parse(arg))
+        except InvalidRequest:
             sys.stderr.write("scontrol_print_job error: Invalid job id specified\n")
             return 1
-        ids = [int(head)]
     try:
-        jobs, now = client.jobs(job_ids=ids, include_finished=True)
+        jobs, now = client.jobs(job_ids=ids, array_tasks=tasks, include_finished=True)
     except NotFound:
         sys.stderr.write("slurm_load_jobs error: Invalid job id specified\n")
         return 1
     if not jobs:
+        if tasks:
+            sys.stderr.write("slurm_load_jobs error: Invalid job id specified\n")
+            return 1
         print("No jobs in the system")
         return 0
     jobs.sort(key=lambda j: j.job_id)
+    if not tasks:
+        jobs = fold_pending_tasks(jobs)
     emit([job_record(j, now, client.cfg, ns.details) for j in jobs], ns.oneliner)
     return 0
 
@@ -303,6 +322,9 @@ def _natural(name: str):
 def update(client, args: list[str]) -> int:
     from ..config import expand
     from ..errors import SlurmError
+    from . import scontrol_update
+    if scontrol_update.is_job_update(args):
+        return scontrol_update.update_job(client, args)
     opts, given = {}, {}
     for arg in args:
         key, sep, value = arg.partition("=")
@@ -310,7 +332,8 @@ def update(client, args: list[str]) -> int:
             fail(PROG, f"Invalid input: {arg}\nRequest aborted")
         opts[key.lower()], given[key.lower()] = value, arg
     if "nodename" not in opts:
-        fail(PROG, "only node updates are supported: scontrol update NodeName=... State=...")
+        fail(PROG, "only node and job updates are supported: scontrol update NodeName=... "
+                   "State=... or scontrol update JobId=... Field=Value")
     state = opts.get("state", "").upper()
     unknown = set(opts) - {"nodename", "state", "reason"}
     if unknown or state not in NODE_STATES:
@@ -331,21 +354,23 @@ def update(client, args: list[str]) -> int:
 
 
 def job_action(client, action: str, args: list[str]) -> int:
-    ids = []
+    """hold, uhold, release, requeue, requeuehold on ids, A_T tasks or whole arrays."""
+    from ..errors import InvalidRequest
+    from .jobids import filter_fields, parse
+    from .scontrol_update import report_errors
+    refs = []
     for raw in args:
-        for v in raw.replace(",", " ").split():
-            v = v.split("=", 1)[1] if v.lower().startswith(("jobid=", "job=")) else v
-            if not v.split("_")[0].isdigit():
-                sys.stderr.write(f"Invalid job id specified for job {v}\n")
-                return 1
-            ids.append(int(v.split("_")[0]))
-    if not ids:
+        v = raw.split("=", 1)[1] if raw.lower().startswith(("jobid=", "job=")) else raw
+        try:
+            refs += parse(v)
+        except InvalidRequest:
+            sys.stderr.write(f"Invalid job id specified for job {v}\n")
+            return 1
+    if not refs:
         fail(PROG, f"{action}: a job id is required")
-    _, errors = client.update_jobs(ids, action)
-    for job_id, message in errors:
-        # The controller words its ownership check for scancel; scontrol prints the bare cause.
-        message = re.sub(r"^Kill job error on job id \d+: ", "", message)
-        sys.stderr.write(f"{message} for job {job_id}\n")
+    ids, tasks = filter_fields(refs)
+    _, errors = client.update_jobs(ids, action, array_tasks=tasks)
+    report_errors(errors)
     return 1 if errors else 0
 
 
@@ -380,7 +405,12 @@ def show_reservation(client, ns, arg: str | None) -> int:
     return reservation.show(client, ns, arg)
 
 
-SHOW = {"job": show_job, "jobs": show_job, "node": show_node, "nodes": show_node,
+def show_config(client, ns, arg: str | None) -> int:
+    from .showconfig import show_config as show
+    return show(client, ns, arg)
+
+
+SHOW = {"config": show_config, "configuration": show_config, "job": show_job, "jobs": show_job, "node": show_node, "nodes": show_node,
         "partition": show_partition, "partitions": show_partition, "step": show_step,
         "steps": show_step, "reservation": show_reservation, "reservations": show_reservation,
         "res": show_reservation}

@@ -38,6 +38,8 @@ def report(d) -> str:
 
 def main_args(argv: list[str]) -> int:
     p = SlurmArgParser(prog=PROG)
+    # -a asks for all statistics: what sdiag prints anyway (Slurm's default mode too).
+    p.add_argument("-a", "--all", action="store_true")
     p.parse_args(argv)
     from ..client import Client
     sys.stdout.write(report(Client().diag()) + "\n")

@@ -4,16 +4,17 @@ Partition view (default): one row per partition and per set of nodes that print 
 state, same reason... whatever the format shows), partitions in slurm.conf order, then states
 in decreasing Slurm state number ("#P,-t"). Node view (-N): one row per node and partition,
 nodes by name. Column widths written '%#P' / '%#N' are sized to the longest value, at least 9,
-as Slurm 22.05 does.
+as Slurm 22.05 does. -O/--Format, -S/--sort and the SINFO_* variables: sinfo_opts.py.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 import time
 
-from . import fmt, nodefields as nf
+from . import fmt, nodefields as nf, sinfo_opts
 from .common import SlurmArgParser, fail, run, split_list, write_lines
 
 PROG = "sinfo"
@@ -28,7 +29,7 @@ FORMATS = {
 }
 MIN_SIZED_WIDTH = 9  # Slurm's floor for the computed %#P / %#N widths
 PART_LETTERS = set("alLsrhgpPRSBIMV")  # values that belong to the partition, not the node
-SUM_LETTERS = set("NnoDCFA")  # values summed or listed over a row's nodes
+SUM_LETTERS = set("NnoDCFA") | {"allocmem"}  # values summed or listed over a row's nodes
 REASON_STATES = ("down", "drain")  # what -R lists, as Slurm's default "down,fail,drain"
 
 
@@ -47,10 +48,12 @@ def build_parser() -> SlurmArgParser:
     a("-n", "--nodes", action="append")
     a("-N", "--Node", action="store_true", dest="node_view")
     a("-o", "--format")
+    a("-O", "--Format", dest="Format")
     a("-p", "--partition", action="append")
     a("-r", "--responding", action="store_true")
     a("-R", "--list-reasons", action="store_true", dest="reasons")
     a("-s", "--summarize", action="store_true")
+    a("-S", "--sort")
     a("-t", "--states", action="append")
     a("-v", "--verbose", action="store_true")
     p.add_argument("--help", action="help")
@@ -171,6 +174,8 @@ def row_field(row, letter: str, cluster: str) -> str:
     if letter in PART_LETTERS:
         return part_field(part, letter, cluster)
     from ..config import collect
+    if letter == "allocmem":
+        return str(sum(n.alloc_mem for n in nodes))
     if letter in ("N", "n"):
         return collect(sorted({n.config.name for n in nodes}, key=_natural))
     if letter == "o":
@@ -199,8 +204,11 @@ def size_widths(form: str, rows, cluster: str) -> str:
 
 
 def report(ns, form: str, client) -> list[str]:
+    """The listing's lines; form is a %-format, or the -O field list when ns.Format is set."""
     parts, nodes = client.partitions()
-    letters = [t[0] for t in fmt.parse(form.replace("#", "")) if not isinstance(t, str)]
+    long_tokens = sinfo_opts.parse_long(ns.Format) if ns.Format else None
+    tokens = long_tokens or fmt.parse(form.replace("#", ""))
+    letters = [t[0] for t in tokens if not isinstance(t, str)]
     per_partition = ns.node_view or any(l in PART_LETTERS for l in letters)
     pairs = select_pairs(parts, nodes, ns, node_filter(ns), per_partition)
     filtering = bool(ns.nodes or ns.states or ns.responding or ns.dead or ns.reasons)
@@ -208,22 +216,40 @@ def report(ns, form: str, client) -> list[str]:
     rows = group_rows(pairs, letters, shown, ns.node_view,
                       show_empty=per_partition and not filtering)
     cluster = client.cfg.cluster_name
-    tokens = fmt.parse(size_widths(form, rows, cluster))
+    if ns.sort:
+        rows = sort_rows(rows, sinfo_opts.parse_sort(ns.sort), shown, cluster)
+    if long_tokens is None:
+        tokens = fmt.parse(size_widths(form, rows, cluster))
     out = []
     if (ns.long or ns.iterate or ns.verbose) and not ns.noheader:  # as Slurm's print_date()
         out.append(time.strftime("%a %b %d %H:%M:%S %Y"))
     if not ns.noheader:
-        out.append(fmt.render(tokens, nf.HEADERS))
+        out.append(fmt.render(tokens, sinfo_opts.HEADERS))
     for row in rows:
         out.append(fmt.render_row(tokens, lambda letter, r=row: row_field(r, letter, cluster)))
     return out
 
 
+def sort_rows(rows, keys, parts, cluster: str):
+    """-S: stable sorts from the least significant key up, from the default order."""
+    order = {p.name: i for i, p in enumerate(parts)}
+    value = lambda row, letter: row_field(row, letter, cluster)  # noqa: E731
+    for letter, descending, config_order in reversed(keys):
+        rows = sorted(rows, key=sinfo_opts.sort_key(letter, config_order, order, _natural, value),
+                      reverse=descending)
+    return rows
+
+
 def main_args(argv: list[str]) -> int:
-    ns = build_parser().parse_args(argv)
+    ns = build_parser().parse_args(sinfo_opts.attach_sort(argv))
+    sinfo_opts.env_defaults(ns, os.environ)
     if ns.iterate is not None and ns.iterate <= 0:
         fail(PROG, f"Error: invalid entry for --iterate={ns.iterate}")
     form = pick_format(ns)
+    if ns.Format:
+        sinfo_opts.parse_long(ns.Format)  # a bad field name is refused before any call
+    if ns.sort:
+        sinfo_opts.parse_sort(ns.sort)
     from ..client import Client
     client = Client()
     while True:

@@ -22,7 +22,7 @@ def row(job, normalized: bool) -> str:
 def main_args(argv: list[str]) -> int:
     p = SlurmArgParser(prog=PROG, add_help=False)
     p.add_argument("-j", "--jobs", action="append")
-    p.add_argument("-u", "--user", action="append")
+    p.add_argument("-u", "--user", "--users", dest="user", action="append")
     p.add_argument("-h", "--noheader", action="store_true")
     p.add_argument("-n", "--norm", action="store_true")
     p.add_argument("--help", action="help")

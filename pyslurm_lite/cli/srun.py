@@ -11,17 +11,28 @@ from __future__ import annotations
 
 import os
 import queue
+import re
 import signal
 import sys
 import threading
 import time
 
 from .common import SlurmArgParser, run
+from .jobopts import unsupported
 from .sbatch import add_job_options, export_environment, with_umask
 
 PROG = "srun"
 RETRY = 0.5  # seconds between tries to create a step on busy nodes
 _STOP = object()
+# srun's own options accepted as Slurm's srun does, without an effect here: each use says so.
+UNSUPPORTED = ("--mpi", "--pty", "--accel-bind", "--mem-bind", "--cpu-freq", "--network")
+# srun's input variables (Slurm's names): each stands for its option when that is not given.
+INPUT_ENV = {"SLURM_LABELIO": "label", "SLURM_UNBUFFEREDIO": "unbuffered",
+             "SLURM_STDOUTMODE": "output", "SLURM_STDERRMODE": "error",
+             "SLURM_STDINMODE": "input", "SLURM_OVERLAP": "overlap",
+             "SLURM_KILL_BAD_EXIT": "kill_on_bad_exit", "SLURM_DISTRIBUTION": "distribution",
+             "SLURM_CPU_BIND": "cpu_bind", "SLURM_EXACT": "exact"}
+_FLAGS = ("label", "unbuffered", "overlap", "exact")
 
 
 def build_parser() -> SlurmArgParser:
@@ -35,8 +46,11 @@ def build_parser() -> SlurmArgParser:
     a("--jobid", type=int)
     a("-K", "--kill-on-bad-exit", nargs="?", const="1")
     a("-v", "--verbose", action="count")
-    for ignored in ("--mpi", "--pty", "--accel-bind", "--mem-bind", "--cpu-freq", "--network"):
-        a(ignored, nargs="?", const="")
+    # --distribution and --cpu-bind are job options (jobopts.py) that srun implements
+    if "-m" not in p._option_string_actions:
+        a("-m", dest="distribution")
+    for ignored in UNSUPPORTED:  # each use warns (jobopts.Unsupported)
+        unsupported(p, ignored, optional=True)
     a("command", nargs="?")
     a("args", nargs="...")
     return p
@@ -84,6 +98,9 @@ class StepSession:
         self.errors: list[str] = []
         self.lost: list[str] = []  # nodes whose connection broke before their tasks ended
         self.threads: list[threading.Thread] = []
+        self.kill_on_bad_exit = False  # srun -K: a task's bad exit ends the whole step
+        self.verbose = False
+        self._killing = threading.Event()
 
     def start(self) -> None:
         import grpc
@@ -117,6 +134,11 @@ class StepSession:
                 elif msg.exited:
                     self.output.flush_task(msg.task_id)
                     self.exits[msg.task_id] = (msg.exit_code, msg.exit_signal, node.name)
+                    if (msg.exit_code or msg.exit_signal) and self.kill_on_bad_exit:
+                        self._kill_step(msg.task_id, node.name)
+                elif msg.started and self.verbose:
+                    sys.stderr.write(f"srun: launch/slurm: _task_start: Node {node.name}, "
+                                     f"{len(node.task_ids)} tasks started\n")
                 elif msg.data:
                     self.output.write(msg.task_id, msg.stream, msg.data)
         except grpc.RpcError as e:
@@ -127,18 +149,33 @@ class StepSession:
         finally:
             self.queues[node.name].put(_STOP)
 
-    def send_stdin(self, task0_node: str) -> None:
-        """Forward our stdin to task 0 (in the background; EOF is forwarded too)."""
+    def _kill_step(self, task: int, node: str) -> None:
+        if self._killing.is_set():
+            return
+        self._killing.set()
+        sys.stderr.write(f"srun: error: {node}: task {task}: Exited with a bad status; "
+                         f"terminating StepId={self.base.job.job_id}.{self.reply.step_id} "
+                         f"(--kill-on-bad-exit)\n")
+        self.signal(signal.SIGKILL)
+
+    def send_stdin(self, nodes: list[str], source=None) -> None:
+        """Forward our stdin (or a file) to the tasks of these nodes that read it, in the
+        background; end-of-file is forwarded too."""
         from .._proto import agent_pb2
+        fd = source.fileno() if source is not None else sys.stdin.fileno()
+
+        def put(msg):
+            for n in nodes:
+                self.queues[n].put(msg)
 
         def pump():
             try:
-                while chunk := os.read(sys.stdin.fileno(), 65536):
-                    self.queues[task0_node].put(agent_pb2.StepInput(stdin=chunk))
+                while chunk := os.read(fd, 65536):
+                    put(agent_pb2.StepInput(stdin=chunk))
             except (OSError, ValueError):
                 pass
-            self.queues[task0_node].put(agent_pb2.StepInput(stdin_eof=True))
-        if sys.stdin is not None and not sys.stdin.closed:
+            put(agent_pb2.StepInput(stdin_eof=True))
+        if source is not None or (sys.stdin is not None and not sys.stdin.closed):
             threading.Thread(target=pump, daemon=True).start()
 
     def signal(self, signo: int) -> None:
@@ -171,15 +208,18 @@ def _exit_status(exits: dict, expected: int) -> tuple[int, int, list[str]]:
     return code, sig, messages
 
 
-def _launch_base(ns, reply, cfg):
+def _launch_base(ns, reply, cfg, inside: bool):
     from .._proto import agent_pb2
+    from ..agent.env import compress_counts
     _, env = export_environment(ns.export, with_umask(os.environ))
     if ns.label:
         env["SLURM_LABELIO"] = "1"
     if ns.ntasks_per_node:
         env["SLURM_NTASKS_PER_NODE"] = str(ns.ntasks_per_node)
-    if ns.gpus_per_task:
-        env["SLURM_GPUS_PER_TASK"] = ns.gpus_per_task.split(":")[-1]
+    env["SLURM_PRIO_PROCESS"] = str(os.getpriority(os.PRIO_PROCESS, 0))
+    if inside:  # a step of an allocation made before: Slurm's heterogeneous-job spelling too
+        env["SLURM_JOB_CPUS_PER_NODE_PACK_GROUP_0"] = compress_counts(
+            [a.cpus for a in reply.job.allocations])
     env.setdefault("PYSLURM_LITE_CONF", cfg.path)
     step = reply.job.steps[-1] if reply.job.steps else None
     base = agent_pb2.StepLaunch(
@@ -187,10 +227,42 @@ def _launch_base(ns, reply, cfg):
         cwd=os.path.abspath(ns.chdir) if ns.chdir else os.getcwd(), credential=reply.credential,
         step_nodes=[n.name for n in reply.nodes],
         step_tasks_per_node=[len(n.task_ids) for n in reply.nodes],
-        std_out=ns.output or "", std_err=ns.error or "",
-        cpus_per_task=step.cpus_per_task if step else (ns.cpus_per_task or 1))
+        std_out=_io_path(ns.output), std_err=_io_path(ns.error),
+        cpus_per_task=step.cpus_per_task if step else (ns.cpus_per_task or 1),
+        unbuffered=bool(ns.unbuffered), cpu_bind=ns.cpu_bind or "",
+        distribution=ns.distribution or "", stdin_mode=_stdin_mode(ns.input),
+        gpus_per_task=_gpus_per_task(ns), srun_host=_own_address(cfg))
     base.job.CopyFrom(reply.job)
     return base
+
+
+def _io_path(pattern: str | None) -> str:
+    """srun -o/-e: a file pattern for the tasks; 'none' discards the stream."""
+    return "/dev/null" if (pattern or "").lower() == "none" else (pattern or "")
+
+
+def _stdin_mode(value: str | None) -> str:
+    """srun -i: none, all, a task id; a file is read by srun and goes to every task."""
+    if value is None or value.lower() in ("none", "all") or value.isdigit():
+        return (value or "").lower()
+    return "all"
+
+
+def _gpus_per_task(ns) -> int:
+    from .sbatch import parse_gpus
+    text = ns.gpus_per_task or os.environ.get("SLURM_GPUS_PER_TASK", "")
+    return parse_gpus(text, "--gpus-per-task")[1] if text else 0
+
+
+def _own_address(cfg) -> str:
+    """The address this host reaches the controller from (SLURM_LAUNCH_NODE_IPADDR)."""
+    import socket
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.connect((cfg.controller_addr or cfg.controller_host, cfg.controller_port or 6817))
+            return s.getsockname()[0]
+    except OSError:
+        return "127.0.0.1"
 
 
 def create_step(client, job_id: int, ns):
@@ -201,8 +273,10 @@ def create_step(client, job_id: int, ns):
     req = pb.CreateStepRequest(
         job_id=job_id, name=os.path.basename(ns.command), num_tasks=ns.ntasks or 0,
         num_nodes=parse_nodes(ns.nodes) if ns.nodes else 0, ntasks_per_node=ns.ntasks_per_node or 0,
-        cpus_per_task=ns.cpus_per_task or 0, exclusive=bool(ns.exclusive or ns.exact),
-        overlap=bool(ns.overlap), nodelist=ns.nodelist or "")
+        cpus_per_task=ns.cpus_per_task or 0,
+        exclusive=bool(ns.exclusive or ns.exact) and not ns.overlap,
+        overlap=bool(ns.overlap), nodelist=ns.nodelist or "",
+        distribution=ns.distribution or "", task_nodes=_task_nodes(ns))
     said = False
     while True:
         try:
@@ -216,23 +290,27 @@ def create_step(client, job_id: int, ns):
 
 
 def main_args(argv: list[str]) -> int:
-    ns = build_parser().parse_args(argv)
+    parser = build_parser()
+    ns = parser.parse_args(_attach_kill_value(argv, parser))
     if not ns.command:
         from ..errors import InvalidRequest
         raise InvalidRequest("No command given to execute.")
+    apply_input_env(ns, os.environ)
     from ..client import Client
     from .allocation import allocate, release
     from .sbatch import spec_from_args
     client = Client()
     job_id = ns.jobid or int(os.environ.get("SLURM_JOB_ID", "0") or 0)
     owned = not job_id
+    for line in check_options(ns, inside=not owned):
+        sys.stderr.write(line + "\n")
     if owned:
         ns.script, ns.script_args, ns.name = None, [], ns.name or os.path.basename(ns.command)
         spec = spec_from_args(ns, "", os.getcwd())
         job_id = allocate(client, spec, PROG, quiet=bool(ns.quiet)).job_id
     code = 1
     try:
-        code = run_step(client, job_id, ns)
+        code = run_step(client, job_id, ns, inside=not owned)
         return code
     finally:
         if owned:
@@ -240,15 +318,19 @@ def main_args(argv: list[str]) -> int:
                     exit_signal=code - 128 if code >= 128 else 0)
 
 
-def run_step(client, job_id: int, ns) -> int:
+def run_step(client, job_id: int, ns, inside: bool = True) -> int:
     from .._proto import controller_pb2 as pb
     reply = create_step(client, job_id, ns)
     width = len(str(max(sum(len(n.task_ids) for n in reply.nodes) - 1, 0)))
-    session = StepSession(reply, _launch_base(ns, reply, client.cfg), Output(bool(ns.label), width),
-                          client.cfg)
+    session = StepSession(reply, _launch_base(ns, reply, client.cfg, inside),
+                          Output(bool(ns.label), width), client.cfg)
+    session.kill_on_bad_exit = (ns.kill_on_bad_exit or "0") != "0"
+    session.verbose = bool(ns.verbose)
+    if ns.verbose:
+        _say_launch(reply, job_id)
     _install_signals(session, job_id, reply.step_id)
     session.start()
-    session.send_stdin(reply.nodes[0].name)
+    _start_stdin(session, ns)
     session.wait()
     if session.lost:
         _await_node_failure(client, job_id, reply.job.restart_count, session.lost)
@@ -264,6 +346,128 @@ def run_step(client, job_id: int, ns) -> int:
     except Exception as e:  # the job may be gone (cancelled): the step ended with it
         getattr(e, "message", None)
     return code
+
+
+def _start_stdin(session: StepSession, ns) -> None:
+    """srun -i: to task 0 (the default), a task id, every task, none; a file to every task."""
+    mode = (ns.input or "").lower()
+    if mode == "none":
+        return
+    nodes = session.reply.nodes
+    if mode == "all":
+        session.send_stdin([n.name for n in nodes])
+        return
+    if ns.input and not mode.isdigit():
+        try:
+            source = open(ns.input, "rb")
+        except OSError as e:
+            from ..errors import InvalidRequest
+            raise InvalidRequest(f"Unable to open input file {ns.input}: {e.strerror}") from None
+        session.send_stdin([n.name for n in nodes], source)
+        return
+    task = int(mode or 0)
+    session.send_stdin([n.name for n in nodes if task in n.task_ids])
+
+
+def _say_launch(reply, job_id: int) -> None:
+    """srun -v: Slurm's lines on the step's layout."""
+    from ..agent.env import compress_counts
+    from ..config import collect
+    names = [n.name for n in reply.nodes]
+    cpus = {a.node: a.cpus for a in reply.job.allocations}
+    sys.stderr.write(f"srun: jobid {job_id}: nodes({len(names)}):`{collect(names)}', cpu counts: "
+                     f"{compress_counts([cpus.get(n, 0) for n in names])}\n")
+    for n in reply.nodes:
+        sys.stderr.write(f"srun: launching StepId={job_id}.{reply.step_id} on host {n.name}, "
+                         f"{len(n.task_ids)} tasks: {_ranges(list(n.task_ids))}\n")
+
+
+def _ranges(ids: list[int]) -> str:
+    """[0, 1, 2, 5] -> '[0-2,5]' (Slurm's task list form)."""
+    from ..agent.cpus import cpulist
+    return f"[{cpulist(ids)}]"
+
+
+_KILL = re.compile(r"-K([01]?)|--kill-on-bad-exit(?:=([01]))?")
+
+
+def _attach_kill_value(argv: list[str], parser) -> list[str]:
+    """-K takes its value only attached (-K0, --kill-on-bad-exit=1), as getopt's optional
+    arguments do: `srun -K bash` runs bash. Rewritten to the attached long form, up to the
+    command."""
+    out, i = [], 0
+    while i < len(argv) and argv[i].startswith("-") and argv[i] not in ("-", "--"):
+        token = argv[i]
+        i += 1
+        if m := _KILL.fullmatch(token):
+            out.append(f"--kill-on-bad-exit={m.group(1) or m.group(2) or '1'}")
+            continue
+        out.append(token)
+        name = token.split("=", 1)[0]
+        action = parser._option_string_actions.get(name) or next(
+            (a for k, a in parser._option_string_actions.items()
+             if name.startswith("--") and k.startswith(name)), None)
+        if "=" not in token and action is not None and action.nargs is None and i < len(argv):
+            out.append(argv[i])  # the option's value
+            i += 1
+    return out + argv[i:]
+
+
+def apply_input_env(ns, environ) -> None:
+    """SLURM_LABELIO, SLURM_DISTRIBUTION ...: each stands for its option when that is unset."""
+    for var, dest in INPUT_ENV.items():
+        value = environ.get(var)
+        if value is None or getattr(ns, dest, None) not in (None, False):
+            continue
+        setattr(ns, dest, value not in ("", "0") if dest in _FLAGS else value)
+
+
+# Step resources inside an allocation: the step runs with the job's share on each node.
+STEP_RESOURCES = (("mem", "--mem"), ("mem_per_cpu", "--mem-per-cpu"), ("gres", "--gres"),
+                  ("gpus", "--gpus"), ("gpus_per_node", "--gpus-per-node"))
+
+
+def check_options(ns, inside: bool = False) -> list[str]:
+    """Refuse what cannot work before allocating; name what is accepted without effect."""
+    from ..agent import binding
+    from ..layout import parse_distribution
+    notes = [f"srun: warning: {flag} for a step inside an allocation is not supported here and "
+             f"is ignored (the step uses the job's memory and GPUs on its nodes)"
+             for dest, flag in STEP_RESOURCES if inside and getattr(ns, dest, None)]
+    if ns.cpu_bind:
+        kind = binding.parse(ns.cpu_bind).kind
+        if kind in binding.APPROXIMATED:
+            notes.append(f"srun: warning: --cpu-bind={kind}: sockets and NUMA domains are not "
+                         f"modelled here; tasks are bound to cores")
+    if ns.distribution:
+        kind, _, lower = parse_distribution(ns.distribution)
+        if any(lv != "*" for lv in lower):
+            notes.append(f"srun: warning: --distribution={ns.distribution}: the socket and core "
+                         f"levels are not modelled here and are ignored")
+        if kind == "arbitrary" and not _task_nodes(ns):
+            from ..errors import InvalidRequest
+            raise InvalidRequest("--distribution=arbitrary needs SLURM_HOSTFILE or -w naming "
+                                 "each task's node")
+    return notes
+
+
+def _task_nodes(ns) -> list[str]:
+    """-m arbitrary: each task's node, from SLURM_HOSTFILE (one a line) or -w in order."""
+    if not (ns.distribution or "").lower().startswith("arbitrary"):
+        return []
+    from ..config import expand
+    path = os.environ.get("SLURM_HOSTFILE")
+    if path:
+        try:
+            with open(path) as f:
+                text = f.read()
+        except OSError as e:
+            from ..errors import InvalidRequest
+            raise InvalidRequest(f"Unable to open SLURM_HOSTFILE {path}: {e.strerror}") from None
+        names = [n for line in text.split() for n in expand(line.strip())]
+    else:
+        names = expand(ns.nodelist) if ns.nodelist else []
+    return names[:ns.ntasks] if ns.ntasks else names
 
 
 NODE_FAILURE_PATIENCE = 600  # seconds srun waits for the controller to decide on a lost node

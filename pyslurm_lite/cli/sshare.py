@@ -25,14 +25,15 @@ def main_args(argv: list[str]) -> int:
     p = SlurmArgParser(prog=PROG, add_help=False)
     p.add_argument("-u", "--users", action="append")
     p.add_argument("-a", "--all", action="store_true")
-    p.add_argument("-n", "--noheader", action="store_true")
-    p.add_argument("-P", "--parsable", action="store_true")
-    p.add_argument("-p", "--parsable2", action="store_true")
+    p.add_argument("-n", "-h", "--noheader", action="store_true")
+    p.add_argument("-p", "--parsable", action="store_true")  # '|' after the last field too
+    p.add_argument("-P", "--parsable2", action="store_true")
     p.add_argument("--help", action="help")
     ns = p.parse_args(argv)
     from ..client import Client
     rows = Client().shares(split_list(ns.users))
-    out = []
+    # With -M, Slurm names the cluster above its report, whatever -n says.
+    out = [f"CLUSTER: {name}" for name in ns.clusters or []]
     if ns.parsable or ns.parsable2:
         if not ns.noheader:
             out.append(NAMES if ns.parsable else NAMES[:-1])

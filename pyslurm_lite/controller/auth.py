@@ -31,7 +31,7 @@ ANYONE, OWNER, OPERATOR = "anyone", "owner or operator", "operator"
 TABLE = {
     "submit": ANYONE,
     "submit_for_other": OPERATOR,
-    "view": ANYONE,  # OWNER with PrivateData=jobs
+    "view": ANYONE,  # OWNER with PrivateData=jobs; squeue, scontrol and sacct (GetJobHistory)
     "cancel": OWNER, "signal": OWNER, "hold": OWNER, "release": OWNER, "requeue": OWNER,
     "update": OWNER, "step": OWNER,
     "admin_hold": OPERATOR, "release_admin_hold": OPERATOR,

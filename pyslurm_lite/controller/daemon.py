@@ -4,7 +4,7 @@ the loops.
 Loops are `run_once(now)` functions wrapped by `run_forever()`:
   - scheduler: woken by any change (submit, end, node up), passes are coalesced so a burst of
     submissions is a few passes, not one per job; also a periodic pass for --begin times;
-  - monitor: time limits, silent nodes, forgetting old finished jobs.
+  - monitor: time limits, silent nodes, forgetting jobs ended more than MinJobAge ago.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from .job_mgr import JobManager
 from .node_mgr import NodeManager
 from .resv_mgr import ReservationManager
 from .rpc import ControllerServicer
+from . import state as state_mod
 from .state import ClusterState
 from .step_mgr import StepManager
 from .store import Store
@@ -52,7 +53,7 @@ PRIORITY_CALC_PERIOD = 5.0  # seconds between multifactor priority recalculation
 class Controller:
     def __init__(self, cfg, clock=time.time):
         self.cfg = cfg
-        self.store = Store(cfg.db_url)
+        self.store = Store(cfg.db_url, clock)
         self.state = ClusterState(cfg, self.store, clock)
         self.jobs = JobManager(self.state)
         self.nodes = NodeManager(self.state, self.jobs)
@@ -96,8 +97,16 @@ class Controller:
         self.dispatch.send(self.jobs.time_limits(now))
         self.dispatch.send(self.jobs.preemptions_due(now))
         self.dispatch.send(self.nodes.monitor(now))
+        self.forget_ended_jobs(now)
+
+    def forget_ended_jobs(self, now: float) -> None:
+        """Drop jobs ended more than MinJobAge ago from memory (sacct still finds them in the
+        database); MinJobAge=0 keeps them, as in Slurm. state.purge_old knows only its fixed
+        age, so the clock it is given is moved by the difference."""
+        if not self.cfg.min_job_age:
+            return
         with self.state.lock:
-            self.state.purge_old(now)
+            self.state.purge_old(now - (self.cfg.min_job_age - state_mod.MIN_JOB_AGE))
 
     def _scheduler_loop(self) -> None:
         last_full, submitted = 0.0, 0

@@ -12,9 +12,10 @@ import logging
 import signal as _signal
 from dataclasses import dataclass, field
 
-from ..errors import InvalidRequest, NotFound, PermissionDenied, StaleState
+from ..errors import InvalidRequest, NotFound, PermissionDenied, StaleState, Unsatisfiable
 from ..model import Job, JobSpec, JobState, NodeAllocation, Reason
 from ..sched import Plan
+from ..sched.placement import spec_for_nodes
 from ..units import parse_signal_spec
 from .auth import Caller, Users, allowed, require
 from .state import ClusterState
@@ -80,14 +81,23 @@ class JobFilter:
     names: list[str] = field(default_factory=list)
     include_finished: bool = False
     nodes: list[str] = field(default_factory=list)
+    array_tasks: list[str] = field(default_factory=list)  # "12_3": one task of array 12
 
-    def matches(self, job: Job, ids: set[int] | None = None) -> bool:
+    def task_pairs(self) -> set[tuple[int, int]]:
+        """(array id, task index) of each named task; InvalidRequest for a malformed name."""
+        from ..arrays import parse_task_name
+        return {parse_task_name(t) for t in self.array_tasks}
+
+    def matches(self, job: Job, ids: set[int] | None = None,
+                tasks: set[tuple[int, int]] | None = None) -> bool:
         wanted = ids if ids is not None else set(self.job_ids)
-        if self.job_ids and job.job_id not in wanted and job.array_job_id not in wanted:
-            return False  # an array's id names all of its tasks
+        pairs = tasks if tasks is not None else self.task_pairs()
+        named = self.job_ids or self.array_tasks
+        if named and not _names(job, wanted, pairs):
+            return False
         if self.states and job.state.value not in self.states:
             return False
-        if not self.states and not self.job_ids and not self.include_finished and job.state.is_final:
+        if not self.states and not named and not self.include_finished and job.state.is_final:
             return False
         if self.users and job.spec.user not in self.users and str(job.spec.uid) not in self.users:
             return False
@@ -98,6 +108,15 @@ class JobFilter:
         if self.nodes and not set(self.nodes) & set(job.node_names):
             return False
         return True
+
+
+def _names(job: Job, ids: set[int], tasks: set[tuple[int, int]]) -> bool:
+    """Is job named by these ids (its own, or its array's: an array's id names all of its
+    tasks) or task names (12_3)?"""
+    if job.job_id in ids:
+        return True
+    return bool(job.array_job_id) and (job.array_job_id in ids
+                                       or (job.array_job_id, job.array_task_id) in tasks)
 
 
 class JobManager:
@@ -189,15 +208,18 @@ class JobManager:
         return jobs
 
     def _find(self, flt: JobFilter) -> list[Job]:
-        ids = set(flt.job_ids)
+        ids, tasks = set(flt.job_ids), flt.task_pairs()
         with self.s.lock:
-            arrays = ids & {j.array_job_id for j in self.s.jobs.values() if j.array_job_id}
-            if ids and not arrays:
+            known_arrays = {j.array_job_id for j in self.s.jobs.values() if j.array_job_id}
+            arrays = (ids | {a for a, _ in tasks}) & known_arrays
+            if ids and not arrays and not tasks:
                 pool = [self.s.jobs[i] for i in sorted(ids) if i in self.s.jobs]
             else:
                 pool = self.s.jobs.values()
-            jobs = [j for j in pool if flt.matches(j, ids)]
+            jobs = [j for j in pool if flt.matches(j, ids, tasks)]
             missing = [i for i in sorted(ids) if i not in self.s.jobs]
+        if tasks and not ids and not arrays:
+            raise NotFound("Invalid job id specified")  # no array of that id is known
         if missing:  # finished and forgotten: accounting still has them
             found = self.s.store.load_finished(missing)
             if not found and len(missing) == len(ids):
@@ -214,13 +236,11 @@ class JobManager:
         """scancel. With a signal: --batch signals the batch shell, --full every process of the
         job, neither every process but the batch shell (Slurm's "the steps")."""
         done, errors, effects = [], [], Effects()
+        ids, tasks = set(flt.job_ids), flt.task_pairs()
         with self.s.lock:
-            targets = [j for j in self.s.jobs.values() if flt.matches(j)]
-            if flt.job_ids:
-                known = {j.job_id for j in targets}
-                named = known | {j.array_job_id for j in targets}
-                errors += [(i, "Invalid job id specified") for i in flt.job_ids if i not in named]
-                targets = [j for j in targets if j.job_id in known]
+            targets = [j for j in self.s.jobs.values() if flt.matches(j, ids, tasks)]
+            if flt.job_ids or tasks:
+                errors += _unnamed(flt.job_ids, tasks, targets)
             changed = []
             for job in targets:
                 try:
@@ -236,6 +256,7 @@ class JobManager:
                                steps_only=not (batch_only or full))
                         for n in (job.node_names[:1] if batch_only else job.node_names)]
                 elif not signo or job.state == JobState.PENDING:
+                    job.cancelled_by = str(caller.uid)  # sacct's "CANCELLED by UID"
                     effects.signals += self._end(job, JobState.CANCELLED, Reason.NONE)
                     changed.append(job)
                 done.append(job.job_id)
@@ -264,24 +285,52 @@ class JobManager:
         return self._signal_effects(job, _signal.SIGTERM, terminate=True, reason=state.value.lower())
 
     # ---- hold / release / requeue -------------------------------------------------------------
-    def update(self, job_ids: list[int], action: str, caller: Caller
-               ) -> tuple[list[int], list[tuple[int, str]], Effects]:
+    def update(self, job_ids: list[int], action: str, caller: Caller, array_tasks=(),
+               changes: dict[str, str] | None = None
+               ) -> tuple[list[int], list[tuple], Effects]:
+        """hold, uhold, release, requeue, requeuehold, or "update" (scontrol update's fields)
+        on the jobs named: ids (an array's id names each of its tasks not yet finished) and
+        task names (12_3). Errors are (id or task name, Slurm's message)."""
         done, errors, effects, changed = [], [], Effects(), []
+        ids = set(job_ids)
+        tasks = JobFilter(array_tasks=list(array_tasks)).task_pairs()
         with self.s.lock:
-            for jid in job_ids:
-                job = self.s.jobs.get(jid)
+            targets = self._named(ids, tasks)
+            errors += _unnamed(list(job_ids), tasks, targets)
+            for job in targets:
                 try:
-                    if job is None:
-                        raise NotFound("Invalid job id specified")
                     self._own(job, caller, _ACTION_RULE.get(action, "update"))
-                    effects.extend(self._apply_action(job, action, caller))
+                    if action == "update":
+                        self._change(job, changes or {}, caller)
+                    else:
+                        effects.extend(self._apply_action(job, action, caller))
                     changed.append(job)
-                    done.append(jid)
-                except (NotFound, PermissionDenied, StaleState, InvalidRequest) as e:
-                    errors.append((jid, e.message))
+                    done.append(job.job_id)
+                except (NotFound, PermissionDenied, StaleState, InvalidRequest, Unsatisfiable) as e:
+                    errors.append((_label(job, ids), e.message))
             self.s.save(changed)
         self.s.changed.set()
         return done, errors, effects
+
+    def _named(self, ids: set[int], tasks: set[tuple[int, int]]) -> list[Job]:
+        """Jobs named by ids or task names, by id; an array named by its id loses its finished
+        tasks (nothing to hold or change there). Callers hold the lock."""
+        if not tasks and all(self.s.jobs[i].array_job_id == 0 for i in ids if i in self.s.jobs) \
+                and not ids & {j.array_job_id for j in self.s.active_jobs()}:
+            return [self.s.jobs[i] for i in sorted(ids) if i in self.s.jobs]
+        found = [j for j in self.s.jobs.values() if _names(j, ids, tasks)]
+        return sorted((j for j in found if j.job_id in ids or not j.state.is_final
+                       or (j.array_job_id, j.array_task_id) in tasks), key=lambda j: j.job_id)
+
+    def _change(self, job: Job, changes: dict[str, str], caller: Caller) -> None:
+        from . import job_update
+        ctx = job_update.Context(self.s.cfg, caller.operator, self.s.clock(), self.s.reservations)
+        job_update.apply(job, changes, ctx)
+        if job.state == JobState.PENDING and job.reason in (Reason.DEPENDENCY, Reason.DEPENDENCY_NEVER,
+                                                            Reason.BEGIN_TIME):
+            job.reason = Reason.NONE  # the next pass says why it still waits, if it does
+        log.info("job %s updated by %s: %s", job.job_id, caller.user,
+                 " ".join(f"{k}={v}" for k, v in changes.items()))
 
     def _apply_action(self, job: Job, action: str, caller: Caller) -> Effects:
         effects = Effects()
@@ -413,6 +462,8 @@ class JobManager:
         return share_rows(usage, known, users)
 
     def _start(self, job: Job, allocations: list[NodeAllocation], now: float) -> None:
+        if len(allocations) != job.spec.num_nodes:  # -N min-max, or more -w nodes than -N
+            job.spec = spec_for_nodes(job.spec, len(allocations))
         job.allocations = allocations
         job.batch_host = allocations[0].node
         job.state, job.reason = JobState.RUNNING, Reason.NONE
@@ -544,6 +595,24 @@ class JobManager:
                     ended.append(job)
             self.s.save(ended)
         return effects
+
+
+def _label(job: Job, ids: set[int]):
+    """How an error names a job: its id, or its task name when named through its array."""
+    if job.array_job_id and job.job_id not in ids:
+        from ..arrays import task_name
+        return task_name(job.array_job_id, job.array_task_id)
+    return job.job_id
+
+
+def _unnamed(ids: list[int], tasks: set[tuple[int, int]], found: list[Job]) -> list[tuple]:
+    """(id, "Invalid job id specified") for each id or task name (12_3) that found no job; a
+    task is reported by its name, as Slurm does."""
+    named = {j.job_id for j in found} | {j.array_job_id for j in found}
+    have = {(j.array_job_id, j.array_task_id) for j in found if j.array_job_id}
+    from ..arrays import task_name
+    return ([(i, "Invalid job id specified") for i in ids if i not in named]
+            + [(task_name(a, t), "Invalid job id specified") for a, t in sorted(tasks - have)])
 
 
 _ACTION_RULE = {"hold": "hold", "uhold": "hold", "release": "release", "requeue": "requeue",

@@ -13,6 +13,7 @@ import logging
 
 from ..errors import InvalidRequest, NotFound
 from ..model import GpuDevice, JobState, NodeState, Reason
+from . import gres_check
 from .job_mgr import Effects, JobManager, Signal
 from .state import ClusterState
 
@@ -25,6 +26,8 @@ class NodeManager:
     def __init__(self, state: ClusterState, jobs: JobManager):
         self.s = state
         self.jobs = jobs
+        # node -> why its GPUs, at its last registration, disagreed with slurm.conf
+        self.gpu_problems: dict[str, str] = {}
 
     def _node(self, name: str):
         node = self.s.nodes.get(name)
@@ -42,7 +45,7 @@ class NodeManager:
             node = self._node(name)
             node.real_cpus, node.real_memory, node.boot_time = cpus, memory, boot_time
             node.agent_version = version
-            node.gpus = gpus or node.gpus
+            self._take_gpus(node, gpus, now)
             node.responding, node.last_heartbeat = True, now
             self.s.registered.add(name)
             returns = self.s.cfg.return_to_service >= 1 or node.reason != "Not responding"
@@ -55,6 +58,20 @@ class NodeManager:
             epoch = self.s.new_epoch(name)
         self.s.changed.set()
         return kill, Effects(signals=signals), epoch
+
+    def _take_gpus(self, node, reported: list[GpuDevice], now: float) -> None:
+        """The GPUs the node may hand out: what its agent reports, checked against slurm.conf.
+        A disagreement drains the node with Slurm's reason (an operator's own drain reason is
+        kept), so jobs wait visibly instead of for GPUs that are not there."""
+        verdict = gres_check.check(node.config.gres, reported)
+        node.gpus, node.config.gres = verdict.usable, verdict.gres
+        self.gpu_problems[node.name] = verdict.reason
+        if not verdict.reason:
+            return
+        log.warning("node %s: %s: drained", node.name, verdict.reason)
+        if not node.drain:
+            node.drain, node.reason, node.reason_time = True, verdict.reason, now
+            self.s.store.save_node(node.name, True, node.state == NodeState.DOWN, node.reason, now)
 
     def _admin_down(self, node) -> bool:
         return node.state == NodeState.DOWN and node.reason not in ("", "Not responding")
@@ -199,6 +216,8 @@ class NodeManager:
         effects = Effects()
         with self.s.lock:
             nodes = [self._node(n) for n in names]
+            if state in ("RESUME", "UNDRAIN", "IDLE"):
+                self._check_resumable(nodes)
             for node in nodes:
                 if state == "DRAIN":
                     node.drain, node.reason, node.reason_time = True, reason, now
@@ -214,3 +233,14 @@ class NodeManager:
                                        node.reason, node.reason_time)
         self.s.changed.set()
         return effects
+
+    def _check_resumable(self, nodes) -> None:
+        """A node drained because its GPUs disagree with slurm.conf stays drained until they
+        agree (fixed configuration, agent restarted): resuming it would only let jobs wait for
+        GPUs that are not there. Nothing changes when one of the nodes cannot resume."""
+        for node in nodes:
+            problem = self.gpu_problems.get(node.name, "")  # none: not registered yet
+            if problem:
+                raise InvalidRequest(
+                    f"Node {node.name} cannot be resumed: {problem}; make slurm.conf Gres= and "
+                    f"gres.conf (or the GPUs found) agree and restart its agent first")

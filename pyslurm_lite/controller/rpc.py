@@ -16,6 +16,7 @@ from ..model import GpuDevice, JobSpec, Reservation
 from ..errors import PermissionDenied, Unauthenticated
 from ..rpc import authn
 from ..rpc.grpcutil import rpc_method
+from . import accounting
 from .auth import require
 from .dispatch import Dispatcher
 from .job_mgr import Caller, Ending, JobFilter, JobManager
@@ -28,7 +29,25 @@ from .step_mgr import StepManager
 def _filter(msg) -> JobFilter:
     return JobFilter(job_ids=list(msg.job_ids), states=list(msg.states), users=list(msg.users),
                      partitions=list(msg.partitions), names=list(msg.names),
-                     include_finished=msg.include_finished, nodes=list(msg.nodes))
+                     include_finished=msg.include_finished, nodes=list(msg.nodes),
+                     array_tasks=list(msg.array_tasks))
+
+
+def _job_errors(errors) -> list:
+    """(job id, or a task name such as "12_3", message) -> JobError messages."""
+    return [pb.JobError(job_id=j, message=m) if isinstance(j, int)
+            else pb.JobError(job_id=int(str(j).split("_")[0]), id_text=str(j), message=m)
+            for j, m in errors]
+
+
+def _history_query(msg) -> accounting.HistoryQuery:
+    from ..arrays import parse_task_name
+    return accounting.HistoryQuery(
+        job_ids=list(msg.job_ids), array_tasks=[parse_task_name(t) for t in msg.array_tasks],
+        users=list(msg.users),
+        accounts=list(msg.accounts), partitions=list(msg.partitions), names=list(msg.names),
+        states=list(msg.states), start=msg.start, end=msg.end, duplicates=msg.duplicates,
+        any_eligibility=msg.any_eligibility)
 
 
 def _node_of(request) -> str:
@@ -117,17 +136,27 @@ class ControllerServicer(controller_pb2_grpc.ControllerServicer):
         return reply
 
     @rpc_method
+    def GetJobHistory(self, request, context):
+        now = self.s.clock()
+        runs = accounting.job_history(self.s.store, _history_query(request), now, self.s.cfg.max_array_size)
+        runs = accounting.visible(runs, self._caller(), "jobs" in self.s.cfg.private_data)
+        runs = accounting.with_live_reasons(runs, self.s)
+        return pb.GetJobHistoryReply(now=now, runs=[
+            pb.JobRun(job=wire.to_msg(r.job, types_pb2.Job), state=r.state) for r in runs])
+
+    @rpc_method
     def CancelJobs(self, request, context):
         done, errors, effects = self.jobs.cancel(_filter(request.filter), self._caller(),
                                                  request.signal, request.batch_only, request.full)
         self.dispatch.send(effects)
-        return pb.CancelJobsReply(job_ids=done, errors=[pb.JobError(job_id=j, message=m) for j, m in errors])
+        return pb.CancelJobsReply(job_ids=done, errors=_job_errors(errors))
 
     @rpc_method
     def UpdateJobs(self, request, context):
-        done, errors, effects = self.jobs.update(list(request.job_ids), request.action, self._caller())
+        done, errors, effects = self.jobs.update(list(request.job_ids), request.action, self._caller(),
+                                                 list(request.array_tasks), dict(request.changes))
         self.dispatch.send(effects)
-        return pb.UpdateJobsReply(job_ids=done, errors=[pb.JobError(job_id=j, message=m) for j, m in errors])
+        return pb.UpdateJobsReply(job_ids=done, errors=_job_errors(errors))
 
     def _node_msgs(self, names):
         with self.s.lock:
@@ -195,15 +224,14 @@ class ControllerServicer(controller_pb2_grpc.ControllerServicer):
     def CreateStep(self, request, context):
         step, job, credential = self.steps.create(
             request.job_id, self._caller(), request.name, request.num_nodes, request.num_tasks,
-            request.ntasks_per_node, request.cpus_per_task, request.exclusive, request.nodelist)
+            request.ntasks_per_node, request.cpus_per_task, request.exclusive, request.nodelist,
+            request.distribution, list(request.task_nodes))
         reply = pb.CreateStepReply(step_id=step.step_id, credential=credential,
                                    job=self._job_msg(job))
-        first = 0
-        for name, count in zip(step.nodes, step.tasks_per_node):
+        for k, name in enumerate(step.nodes):
             node = self.s.cfg.nodes[name]
             reply.nodes.add(name=name, addr=node.addr, target=f"{node.addr}:{node.port or self.s.cfg.slurmd_port}",
-                            task_ids=list(range(first, first + count)))
-            first += count
+                            task_ids=[t for t, n in enumerate(step.task_nodes) if n == k])
         return reply
 
     @rpc_method

@@ -11,15 +11,21 @@ import math
 import threading
 import uuid
 
+from .. import arrays
 from ..config import Config
 from ..errors import InvalidRequest
 from ..model import (GpuDevice, Job, JobState, Node, NodeAllocation, NodeState, Reservation,
                      parse_constraint)
 from ..sched import JobView, NodeView, PartitionView, RunningView, Snapshot, dependency
+from ..sched.placement import refine
 from .diag import Diag
 from .store import Store
 
 MIN_JOB_AGE = 300  # seconds a finished job stays in memory (squeue -j still shows it), as Slurm
+
+
+def _dependency_rec(job: Job) -> "dependency.Rec":
+    return dependency.Rec(job.state.value, job.start_time, job.array_job_id, job.array_task_id)
 
 
 class ClusterState:
@@ -46,7 +52,9 @@ class ClusterState:
         self.changed = threading.Event()  # wakes the scheduler
         self.new_jobs = False  # submissions since priorities were last computed
         self.submissions = 0  # submit calls so far (the scheduler defers passes over a burst)
-        self._final_states: dict[int, tuple[str, bool]] = {}  # forgotten jobs' final states
+        self._final_states: dict[int, dependency.Rec] = {}  # forgotten jobs' final states
+        self._array_tasks: dict[int, str] = {}  # forgotten arrays' folded indices, by array id
+        self._gone: set[int] = set()  # ids dependencies named that no job ever had
         self.reservations: dict[str, Reservation] = {}  # advance reservations, by name
         self.diag = Diag(since=clock())
 
@@ -166,6 +174,7 @@ class ClusterState:
                 time_limit=job.time_limit, array_job_id=job.array_job_id,
                 array_limit=job.array_limit, user=spec.user, account=spec.account,
                 qos=spec.qos or "normal", reservation=spec.reservation)
+            view = refine(view, spec, self.cfg.def_mem_per_cpu, self.cfg.def_mem_per_node)
             self._views[job.job_id] = view
         return view
 
@@ -226,12 +235,10 @@ class ClusterState:
         return RunningView(j.job_id, tuple(j.allocations), end, start=j.start_time,
                            partition=j.partition, user=j.spec.user, qos=j.spec.qos or "normal",
                            priority=j.priority, requeue=j.spec.requeue,
-                           preempting=bool(j.preempt_time))
+                           preempting=bool(j.preempt_time), exclusive_user=j.spec.exclusive_user)
 
     def unmet_dependencies(self) -> dict[int, str]:
-        """Pending jobs whose --dependency does not hold yet ("wait") or never will ("never").
-        Jobs no longer in memory are looked up in the store once, then remembered (final states
-        do not change)."""
+        """Pending jobs whose --dependency does not hold yet ("wait") or never will ("never")."""
         waiting, unmet = [], {}
         for j in self.active_jobs():
             if j.state == JobState.PENDING and j.spec.dependency:
@@ -243,17 +250,47 @@ class ClusterState:
         if not waiting:
             return unmet
         wanted = set().union(*(dependency.referenced(j.spec.dependency) for j in waiting))
-        missing = [i for i in wanted if i not in self.jobs and i not in self._final_states]
-        if missing:
-            for job in self.store.load_finished(missing):
-                self._final_states[job.job_id] = (job.state.value, bool(job.start_time))
-        states = dict(self._final_states)
-        states.update({i: (j.state.value, bool(j.start_time)) for i, j in self.jobs.items() if i in wanted})
+        recs = self._dependency_records(wanted)
+        now = self.clock()
         for job in waiting:
-            verdict = dependency.evaluate(job.spec.dependency, states, self._singleton_busy(job))
+            verdict = dependency.evaluate(job.spec.dependency, recs, self._singleton_busy(job), now,
+                                          job.array_task_id if job.array_job_id else None)
             if verdict != dependency.OK:
                 unmet[job.job_id] = verdict
         return unmet
+
+    def _dependency_records(self, wanted: set[int]) -> dict[int, dependency.Rec]:
+        """The jobs dependencies name, with every task of a named array (its tasks' ids run on
+        from the array's). Jobs no longer in memory are looked up in the store once, then
+        remembered (final states do not change); ids found nowhere are remembered as gone."""
+        ids = set(wanted)
+        folded = {j.array_job_id: j.array_tasks for j in self.jobs.values()
+                  if j.array_job_id in wanted}
+        for array_id in wanted:
+            tasks = folded.get(array_id) or self._stored_array_tasks(array_id)
+            if tasks:
+                ids.update(range(array_id, array_id + len(arrays.parse(tasks)[0])))
+        missing = [i for i in ids if i not in self.jobs and i not in self._final_states
+                   and i not in self._gone]
+        if missing:
+            for job in self.store.load_finished(missing):
+                self._final_states[job.job_id] = _dependency_rec(job)
+            self._gone.update(i for i in missing if i not in self._final_states)
+        recs = {i: self._final_states[i] for i in ids if i in self._final_states}
+        recs.update({i: _dependency_rec(self.jobs[i]) for i in ids if i in self.jobs})
+        return recs
+
+    def _stored_array_tasks(self, array_id: int) -> str:
+        """A forgotten array's folded indices, from its first task's final record."""
+        rec = self._final_states.get(array_id)
+        if rec is None and array_id not in self._gone and array_id not in self.jobs:
+            found = self.store.load_finished([array_id])
+            for job in found:
+                self._final_states[job.job_id] = _dependency_rec(job)
+                self._array_tasks[job.job_id] = job.array_tasks if job.array_job_id == job.job_id else ""
+            if not found:
+                self._gone.add(array_id)
+        return self._array_tasks.get(array_id, "")
 
     def _singleton_busy(self, job: Job) -> bool:
         """singleton: another job of this name and user runs, or an earlier one waits for it."""

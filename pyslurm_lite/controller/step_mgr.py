@@ -1,9 +1,10 @@
 """Job steps and interactive allocations in the controller (srun, salloc).
 
 A step is recorded in its job (committed) before srun gets the credential that lets it launch, so
-`squeue -s` and accounting always know what runs. Tasks are laid out in Slurm's block
-distribution: node k of the step gets ceil-or-floor(ntasks / nnodes) tasks, the first nodes the
-larger share, and task ids run consecutively node by node.
+`squeue -s` and accounting always know what runs. Tasks are laid out over the step's nodes as
+srun -m asks (layout.py; block by default: node k gets ceil-or-floor(ntasks / nnodes) tasks, the
+first nodes the larger share, task ids consecutive node by node); the step records each task's
+node.
 
 Worked example: a job on node[1-2] with 2 CPUs each; `srun -n3` makes step 0 on both nodes with
 tasks [0, 1] on node1 and [2] on node2. `srun -n1` makes step 1 on node1 alone.
@@ -15,19 +16,12 @@ import signal as _signal
 
 from ..config import expand
 from ..errors import InvalidRequest, NotFound, StaleState, Unsatisfiable
+from ..layout import distribute, parse_distribution
 from ..model import Job, JobState, Reason, Step
 from ..rpc import credential
 from .auth import require
 from .job_mgr import Caller, Effects, Signal
 from .state import ClusterState
-
-
-def block_layout(num_tasks: int, num_nodes: int, per_node: int = 0) -> list[int]:
-    """Tasks per node in block distribution."""
-    if per_node:
-        return [per_node] * num_nodes
-    base, extra = divmod(num_tasks, num_nodes)
-    return [base + (1 if i < extra else 0) for i in range(num_nodes)]
 
 
 class StepManager:
@@ -46,20 +40,28 @@ class StepManager:
 
     def create(self, job_id: int, caller: Caller, name: str = "", num_nodes: int = 0,
                num_tasks: int = 0, ntasks_per_node: int = 0, cpus_per_task: int = 0,
-               exclusive: bool = False, nodelist: str = "") -> tuple[Step, Job, str]:
+               exclusive: bool = False, nodelist: str = "", distribution: str = "",
+               task_nodes: list[str] | None = None) -> tuple[Step, Job, str]:
+        parse_distribution(distribution)  # refused before anything is recorded
         with self.s.lock:
             job = self._job(job_id, caller)
+            if task_nodes:  # -m arbitrary: the hostfile names each task's node
+                nodelist, num_tasks = ",".join(sorted(set(task_nodes))), len(task_nodes)
+                num_nodes = len(set(task_nodes))
             nodes = self._step_nodes(job, num_nodes, num_tasks, ntasks_per_node, nodelist)
             cpt = cpus_per_task or job.spec.cpus_per_task
             if not num_tasks:
                 num_tasks = ntasks_per_node * len(nodes) if ntasks_per_node else \
                     (job.spec.num_tasks if len(nodes) == len(job.allocations) else len(nodes))
-            layout = block_layout(num_tasks, len(nodes), ntasks_per_node)
+            where = ([nodes.index(n) for n in task_nodes] if task_nodes else
+                     distribute(num_tasks, len(nodes), distribution, ntasks_per_node))
+            layout = [where.count(i) for i in range(len(nodes))]
             cpus = [n * cpt for n in layout]
             self._check_fit(job, nodes, cpus, exclusive)
             step = Step(step_id=job.next_step_id, name=name, nodes=nodes, num_tasks=num_tasks,
                         tasks_per_node=layout, cpus_per_task=cpt, start_time=self.s.clock(),
-                        exclusive=exclusive, cpus_per_node=cpus)
+                        exclusive=exclusive, cpus_per_node=cpus, task_nodes=where,
+                        distribution=distribution or "block")
             job.next_step_id += 1
             job.steps.append(step)
             self.s.save([job])  # recorded before anything can run

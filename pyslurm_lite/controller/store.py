@@ -3,7 +3,8 @@
 Owns: the schema (versioned in `meta`), the engine, and every read and write of state. ORM or
 row objects never leave this module: callers get and give model dataclasses. A job row holds
 queryable columns (for accounting and the restart scan) and the whole Job as a protobuf blob, so
-a new field needs no migration. Must not: decide anything; it only records.
+a new field needs no migration; rows are kept for ever (sacct reads them), and an earlier run of
+a requeued job is kept in job_runs. Must not: decide anything; it only records.
 
 SQLite is used with WAL (readers never block the writer), a busy timeout and synchronous=NORMAL:
 a commit survives the controller being killed (-9), which is the failure we promise to survive.
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 
 import sqlalchemy as sa
 
@@ -84,6 +86,17 @@ reservations_table = sa.Table(
     sa.Column("data", sa.LargeBinary, nullable=False),
 )
 
+# Earlier runs of requeued jobs (sacct -D), archived by save_jobs when it sees a job's restart
+# count grow: the row as it stood before the requeue, and when that run ended. Added after schema
+# version 1 without a bump, as reservations were.
+runs_table = sa.Table(
+    "job_runs", metadata,
+    sa.Column("job_id", sa.BigInteger, primary_key=True, autoincrement=False),
+    sa.Column("restart_count", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("end_time", sa.Float, nullable=False),
+    sa.Column("data", sa.LargeBinary, nullable=False),
+)
+
 ACTIVE_STATES = ("PENDING", "RUNNING", "SUSPENDED", "COMPLETING")
 
 # Built once: constructing an SQLAlchemy statement costs more than executing it, and these run
@@ -105,7 +118,7 @@ def _sqlite_pragmas(dbapi_conn, _record) -> None:
 class Store:
     """All durable state. Thread-safe: writes are serialized by one lock."""
 
-    def __init__(self, url: str):
+    def __init__(self, url: str, clock=time.time):
         if url.startswith("sqlite:///"):
             path = os.path.abspath(url[len("sqlite:///"):])
             os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -117,6 +130,8 @@ class Store:
         if self.engine.dialect.name == "sqlite":
             sa.event.listen(self.engine, "connect", _sqlite_pragmas)
         self._lock = threading.Lock()
+        self.clock = clock  # when a requeued run ended, for the archive
+        self._runs_seen: dict[int, int] = {}  # job id -> restart count whose run is archived
         self._group = GroupCommit(self._insert_rows)
         metadata.create_all(self.engine)
         self._check_schema()
@@ -178,7 +193,31 @@ class Store:
         for r in rows:
             r["b_job_id"] = r.pop("job_id")
         with self._lock, self.engine.begin() as conn:
+            self._archive_requeued_runs(conn, jobs)
             conn.execute(_UPDATE_JOB, rows)
+
+    def _archive_requeued_runs(self, conn, jobs: list[Job]) -> None:
+        """Before a requeued job's row is overwritten, keep the run it ends (sacct -D). Only jobs
+        whose restart count moved since it was last looked at cost a read: a requeue is rare."""
+        moved = [j for j in jobs if j.restart_count and self._runs_seen.get(j.job_id) != j.restart_count]
+        if not moved:
+            return
+        stored = dict(conn.execute(sa.select(jobs_table.c.job_id, jobs_table.c.data)
+                                   .where(jobs_table.c.job_id.in_([j.job_id for j in moved]))).all())
+        for job in moved:
+            self._runs_seen[job.job_id] = job.restart_count
+            blob = stored.get(job.job_id)
+            if blob is None:
+                continue
+            old = decode_job(blob)
+            if old.restart_count >= job.restart_count:
+                continue
+            done = conn.execute(sa.select(runs_table.c.job_id).where(
+                (runs_table.c.job_id == job.job_id) & (runs_table.c.restart_count == old.restart_count))).first()
+            if done is None:
+                conn.execute(runs_table.insert().values(
+                    job_id=job.job_id, restart_count=old.restart_count,
+                    end_time=old.end_time or self.clock(), data=blob))
 
     def load_jobs(self, active_only: bool = True) -> list[Job]:
         query = sa.select(jobs_table.c.data)
@@ -196,6 +235,43 @@ class Store:
         with self.engine.connect() as conn:
             blobs = [r[0] for r in conn.execute(query)]
         return [decode_job(b) for b in reversed(blobs)]
+
+    # ---- accounting (sacct) --------------------------------------------------------------------
+    def job_history(self, job_ids: list[int] | None = None, id_spans: list[tuple[int, int]] = (),
+                    users: list[str] = (), partitions: list[str] = (), names: list[str] = (),
+                    ended_after: float = 0.0, submitted_before: float = 0.0) -> list[Job]:
+        """Jobs in their latest form, by id (or id span: an array's tasks), owner (name or uid),
+        partition and name, that had not ended by ended_after and were submitted before
+        submitted_before (0: no bound). A coarse cut the indexes serve; accounting decides."""
+        c = jobs_table.c
+        query = sa.select(c.data)
+        if job_ids is not None or id_spans:
+            by_id = [c.job_id.in_(job_ids or [])] + [c.job_id.between(lo, hi) for lo, hi in id_spans]
+            query = query.where(sa.or_(*by_id))
+        if users:
+            uids = [int(u) for u in users if u.isdigit()]
+            query = query.where(sa.or_(c.user_name.in_(users), c.uid.in_(uids)))
+        if partitions:
+            query = query.where(c.partition.in_(partitions))
+        if names:
+            query = query.where(c.name.in_(names))
+        if ended_after:
+            query = query.where(sa.or_(c.end_time == 0, c.end_time >= ended_after))
+        if submitted_before:
+            query = query.where(c.submit_time < submitted_before)
+        with self.engine.connect() as conn:
+            blobs = [r[0] for r in conn.execute(query.order_by(c.job_id))]
+        return [decode_job(b) for b in blobs]
+
+    def job_runs(self, job_ids: list[int]) -> dict[int, list[tuple[Job, float]]]:
+        """job id -> its archived earlier runs, oldest first, each with when it ended."""
+        query = (sa.select(runs_table.c.job_id, runs_table.c.end_time, runs_table.c.data)
+                 .where(runs_table.c.job_id.in_(job_ids)).order_by(runs_table.c.job_id, runs_table.c.restart_count))
+        out: dict[int, list[tuple[Job, float]]] = {}
+        with self.engine.connect() as conn:
+            for job_id, end_time, blob in conn.execute(query):
+                out.setdefault(job_id, []).append((decode_job(blob), end_time))
+        return out
 
     # ---- usage (fair share) -------------------------------------------------------------------
     def add_usage(self, charges: dict[str, float], now: float, half_life: float) -> None:

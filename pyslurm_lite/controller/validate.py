@@ -86,13 +86,16 @@ def effective_time_limit(spec: JobSpec, part: Partition) -> int:
 
 
 def node_can_hold(node: NodeConfig, spec: JobSpec, index: int, cfg: Config) -> bool:
-    gpus_needed = spec.gpus_needed_per_node()
-    gpu_type = spec.gpu_type_wanted()
-    gpus = sum(g.count for g in node.gres if g.name == "gpu" and (not gpu_type or g.type == gpu_type))
+    from ..sched.placement import cpus_on_node, gpu_kinds, mem_on_node
+    kinds = gpu_kinds(spec)  # --gres=gpu:a100:1,gpu:t4:1: enough of each type
+    if len(kinds) <= 1:
+        kinds = ((spec.gpu_type_wanted(), spec.gpus_needed_per_node()),)
+    gpus_ok = all(sum(g.count for g in node.gres if g.name == "gpu" and (not t or g.type == t)) >= n
+                  for t, n in kinds)
     features_ok = constraint_met(parse_constraint(spec.constraint), node.features)
-    return (node.cpus >= spec.cpus_on_node(index)
-            and node.real_memory >= spec.mem_on_node(index, cfg.def_mem_per_cpu, 0)
-            and gpus >= gpus_needed and features_ok)
+    return (node.cpus >= cpus_on_node(spec, index)  # -O and --mincpus counted
+            and node.real_memory >= mem_on_node(spec, index, cfg.def_mem_per_cpu, 0)
+            and gpus_ok and features_ok)
 
 
 def check_access(cfg: Config, spec: JobSpec, part: Partition, reservations: dict,
@@ -137,13 +140,10 @@ def validate_spec(cfg: Config, spec: JobSpec, reservations: dict | None = None,
     limit = effective_time_limit(spec, part)
     nodes = [cfg.nodes[n] for n in part.nodes]
     if spec.exclude:
-        _hostlist(spec.exclude)  # refused when malformed or too large, though not used here
+        excluded = set(_hostlist(spec.exclude))
+        nodes = [n for n in nodes if n.name not in excluded]
     if spec.nodelist:
-        wanted = set(_hostlist(spec.nodelist))
-        unknown = wanted - set(cfg.nodes)
-        if unknown:
-            raise InvalidRequest("Invalid node name specified")
-        nodes = [n for n in nodes if n.name in wanted]
+        _check_nodelist(cfg, spec, part, nodes)
     wanted = parse_constraint(spec.constraint)
     if wanted and not any(constraint_met(wanted, n.features) for n in nodes):
         raise InvalidRequest("Invalid feature specification")
@@ -158,6 +158,18 @@ def validate_spec(cfg: Config, spec: JobSpec, reservations: dict | None = None,
     if not _enough_nodes(nodes, spec, cfg):
         raise Unsatisfiable(NODE_CONFIG_UNAVAILABLE)
     return part, limit
+
+
+def _check_nodelist(cfg: Config, spec: JobSpec, part: Partition, nodes: list[NodeConfig]) -> None:
+    """-w: known nodes of the partition, none of them excluded, each able to hold its share
+    (Slurm's texts). More of them than -N asks raises the node count (placement.refine)."""
+    wanted = _hostlist(spec.nodelist)
+    if set(wanted) - set(cfg.nodes):
+        raise InvalidRequest(INVALID_NODE_NAME)
+    if not set(wanted) <= {n.name for n in nodes}:
+        raise Unsatisfiable(NODE_CONFIG_UNAVAILABLE)
+    if not all(node_can_hold(cfg.nodes[name], spec, i, cfg) for i, name in enumerate(wanted)):
+        raise Unsatisfiable(NODE_CONFIG_UNAVAILABLE)
 
 
 def check_limits(cfg: Config, spec: JobSpec, operator: bool = False) -> None:
@@ -235,8 +247,10 @@ def _check_counts(spec: JobSpec) -> None:
     """No negative or absurd count reaches the arithmetic of placement."""
     if spec.num_nodes < 1 or spec.num_tasks < 1 or spec.cpus_per_task < 1:
         raise InvalidRequest("Invalid node, task or CPU count")
-    if spec.num_nodes > MAX_COUNT:
+    if spec.num_nodes > MAX_COUNT or not 0 <= spec.max_nodes <= MAX_COUNT:
         raise InvalidRequest("Node count specification invalid")  # ESLURM_INVALID_NODE_COUNT
+    if not 0 <= spec.min_cpus_per_node <= MAX_COUNT:
+        raise InvalidRequest("CPU count specification invalid")  # ESLURM_INVALID_CPU_COUNT
     if spec.num_tasks > MAX_COUNT or not 0 <= spec.ntasks_per_node <= MAX_COUNT:
         raise InvalidRequest("Task count specification invalid")  # ESLURM_BAD_TASK_COUNT
     if spec.cpus_per_task > MAX_COUNT or not 0 <= spec.cpus_per_gpu <= MAX_COUNT:

@@ -8,7 +8,9 @@ Pipeline, wired here and nowhere else:
                 job waits with that reason;
   3. place    — the first nodes of its partition (or reservation) that hold it from now to its
                 time limit without touching a backfill reservation or another advance
-                reservation (profile.py);
+                reservation (profile.py); -w nodes first and all of them, never -x nodes, never
+                beside another user's job when either asked --exclusive=user; -N min-max takes
+                the most nodes that fit now (its wider views), else waits for min;
   4. preempt  — a job that does not fit may push out lower jobs (preempt.py); it then waits for
                 them to go, with Reason=Resources;
   5. reserve  — the first job that does not fit blocks its partition and, with backfill, gets a
@@ -20,6 +22,7 @@ Pipeline, wired here and nowhere else:
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from ..model import UNLIMITED, Reason
@@ -83,6 +86,14 @@ class _Pass:
             for n in resv.nodes:
                 self.resv_by_node.setdefault(n, []).append(resv)
         self._most_free = None
+        # --exclusive=user: who holds each node, and until when (running jobs, then this pass's
+        # starts); backfill reservations are not counted, they are re-planned every pass
+        self.holders: dict[str, list[tuple[str, bool, float]]] = {}
+        # some running job, or one started this pass, asked --exclusive=user
+        self.exclusive_held = any(r.exclusive_user for r in snapshot.running)
+        for r in snapshot.running:
+            for a in r.allocations:
+                self.holders.setdefault(a.node, []).append((r.user, r.exclusive_user, r.end))
         # _usable(), per job shape: the nodes that could hold it, and those of them that no
         # advance reservation covers
         self._capable: dict[tuple, tuple[set[str], set[str]]] = {}
@@ -132,14 +143,16 @@ class _Pass:
             if self.backfill.exhausted():
                 return Reason.PRIORITY  # past bf_max_job_test
             self.backfill.tested += 1
-        allocations = usable = None
-        if self._could_fit_now(job) and len(self.plan.starts) < self.config.max_starts:
-            usable = self._usable(job)
-            allocations = self.backfill.place_now(job, order, usable)
-        if allocations is not None:
-            self._started(job, allocations)
-            self.plan.backfilled += testing
-            return None
+        usable = None
+        for view in (*job.wider, job):  # -N min-max: as many nodes as fit now, widest first
+            usable = allocations = None
+            if self._could_fit_now(view) and len(self.plan.starts) < self.config.max_starts:
+                usable = self._usable(view)
+                allocations = self.backfill.place_now(view, order, usable)
+            if allocations is not None:
+                self._started(job, allocations)
+                self.plan.backfilled += testing
+                return None
         if blocked and not self.config.conservative:
             return Reason.PRIORITY
         usable = usable or self._usable(job)
@@ -159,10 +172,17 @@ class _Pass:
         return reason
 
     def _order(self, job: JobView) -> list[str]:
+        """The nodes to try, in order: -w's nodes first (placement takes every one of them),
+        then the partition's others, never a -x node."""
         nodes = self.by_partition.get(job.partition, [])
         if job.reservation:
             reserved = set(self.resv_by_name[job.reservation].nodes)
             nodes = [n for n in nodes if n in reserved]
+        if job.excluded:
+            nodes = [n for n in nodes if n not in job.excluded]
+        if job.required:
+            required = set(job.required)
+            nodes = [n for n in nodes if n in required] + [n for n in nodes if n not in required]
         return nodes
 
     def _usable(self, job: JobView):
@@ -170,22 +190,40 @@ class _Pass:
         reservation the job is not in overlaps [t0, t1)."""
         free, by_node = self.free, self.resv_by_node
         key = (job.cpus_per_node[0], job.mem_per_node[0], job.gpus_per_node, job.gpu_type,
-               job.features)  # all that capable() reads of the job
-        known = self._capable.get(key)
+               job.features, job.whole_mem, job.gpu_types, job.excluded, job.exclusive)
+        known = self._capable.get(key)  # key: all that capable() reads of the job
         if known is None:
             static = {name for name, f in free.items() if f.view.available and capable(f.view, job)}
             known = self._capable[key] = (static, {name for name in static if not by_node.get(name)})
         static, timeless = known
+        barred = self._barred(job)
+        if barred:
+            timeless = timeless - set(barred)
 
         def usable(name: str, t0: float, t1: float) -> bool:
             if name not in static:
                 return False
+            if name in barred and t0 < barred[name]:
+                return False  # another user's job holds it until then (--exclusive=user)
             resvs = by_node.get(name)
             return not resvs or all(r.name == job.reservation or r.end_time <= t0 or t1 <= r.start_time
                                     for r in resvs)
         usable.static = static  # the time-independent part, for a quick skip
+        usable.barred = barred  # busy with another user's jobs (--exclusive=user), not down
         usable.timeless = timeless  # no advance reservation there: usable at any time
         return usable
+
+    def _barred(self, job: JobView) -> dict[str, float]:
+        """--exclusive=user: node -> until when other users' jobs keep this job off it (when it
+        asked for it, or when they did)."""
+        barred: dict[str, float] = {}
+        if not job.exclusive_user and not self.exclusive_held:
+            return barred  # the common case, kept cheap: nobody asked for it
+        for name, held in self.holders.items():
+            for user, exclusive_user, end in held:
+                if user != job.user and (job.exclusive_user or exclusive_user):
+                    barred[name] = max(barred.get(name, end), end)
+        return barred
 
     def _could_fit_now(self, job: JobView) -> bool:
         """A cheap bound (largest free CPU and GPU counts now) that spares most of the
@@ -202,8 +240,11 @@ class _Pass:
 
     def _started(self, job: JobView, allocations) -> None:
         self.plan.starts.append(Start(job.job_id, tuple(allocations)))
+        end = self.now + job.time_limit * 60 if job.time_limit > 0 else math.inf
         for a in allocations:
             self.free[a.node].hold(a)
+            self.holders.setdefault(a.node, []).append((job.user, job.exclusive_user, end))
+        self.exclusive_held = self.exclusive_held or job.exclusive_user
         self._most_free = None
         if job.array_job_id:
             self.array_running[job.array_job_id] = self.array_running.get(job.array_job_id, 0) + 1
@@ -225,8 +266,13 @@ class _Pass:
     def _why_not(self, job: JobView, order: list[str], usable) -> Reason:
         """Resources when enough capable nodes are up but busy; ReqNodeNotAvail when too few are
         up (Reserved for maintenance when a MAINT reservation holds the missing ones)."""
+        down = tuple(n for n in job.required if n not in self.free or not self.free[n].view.available)
+        if down:  # a node it names with -w is down or drained: Slurm's UnavailableNodes
+            self.plan.unavailable[job.job_id] = down
+            return Reason.REQ_NODE_NOT_AVAIL
         up = [n for n in order if n in usable.static]
-        if len([n for n in up if usable(n, self.now, self.now + 1)]) >= job.num_nodes:
+        busy = [n for n in up if n in usable.barred or usable(n, self.now, self.now + 1)]
+        if len(busy) >= job.num_nodes:
             return Reason.RESOURCES
         if len(up) >= job.num_nodes:
             maint = any("MAINT" in r.flags for n in up for r in self.resv_by_node.get(n, ())

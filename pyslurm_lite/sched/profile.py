@@ -17,7 +17,7 @@ import math
 from bisect import bisect_right
 
 from ..model import NodeAllocation
-from .select import FreeNode
+from .select import FreeNode, holds_required, pick_gpus, share
 from .snapshot import JobView, NodeView, RunningView
 
 OVERDUE = 1.0  # seconds: when a job past its time limit is expected to have let go
@@ -60,8 +60,6 @@ class _NodeProfile:
 
     def window(self, t0: float, t1: float, job: JobView, index: int):
         """GPU indices free throughout [t0, t1) if the job's share fits there all along, else None."""
-        v = self.view
-        exclusive = job.exclusive
         need_c, need_m, _ = self._needs(job, index)
         gpus = None
         i = bisect_right(self.times, t0) - 1
@@ -73,13 +71,7 @@ class _NodeProfile:
             i += 1
         if gpus is None:
             return None
-        if exclusive:
-            return sorted(gpus) if len(gpus) >= len(v.gpus) else None
-        if job.gpu_type:
-            typed = {i for i, t in v.gpus if t == job.gpu_type}
-            gpus = gpus & typed
-        return sorted(gpus)[:job.gpus_per_node] if len(gpus) >= job.gpus_per_node else None
-
+        return pick_gpus(job, gpus, self.view)
 
     def first_fit(self, job: JobView, index: int, t_from: float, duration: float, usable, also):
         """The earliest t >= t_from at which the job's share fits here over [t, t+duration) and
@@ -119,10 +111,8 @@ class _NodeProfile:
 
     def _needs(self, job: JobView, index: int) -> tuple[int, int, int]:
         """CPUs, memory and GPU count the job's share on this node needs."""
-        v = self.view
-        if job.exclusive:
-            return v.cpus, 0, len(v.gpus)
-        return job.cpus_per_node[index], job.mem_per_node[index], job.gpus_per_node
+        cpus, mem = share(job, self.view, index)
+        return cpus, mem, len(self.view.gpus) if job.exclusive else job.gpus_per_node
 
 
 class Timeline:
@@ -154,7 +144,7 @@ class Timeline:
             gpus = profile.window(t0, t1, job, len(chosen))
             if gpus is not None:
                 chosen.append((profile, gpus))
-        if len(chosen) < job.num_nodes:
+        if len(chosen) < job.num_nodes or not holds_required(job, [p.view.name for p, _ in chosen]):
             return None
         allocations = []
         for index, (profile, gpus) in enumerate(chosen):
@@ -162,8 +152,8 @@ class Timeline:
             if job.exclusive:
                 allocations.append(NodeAllocation(v.name, v.cpus, v.mem, list(gpus)))
             else:
-                allocations.append(NodeAllocation(v.name, job.cpus_per_node[index],
-                                                  job.mem_per_node[index], list(gpus)))
+                cpus, mem = share(job, v, index)
+                allocations.append(NodeAllocation(v.name, cpus, mem, list(gpus)))
         return allocations
 
     def earliest(self, job: JobView, order: list[str], usable, also=()):
@@ -186,14 +176,14 @@ class Timeline:
             t = self.nodes[name].first_fit(job, 0, self.now, duration, vet, also)
             if t is not None:
                 first[name] = t
-        if len(first) < job.num_nodes:
+        if len(first) < job.num_nodes or any(r not in first for r in job.required):
             return None, None
         firsts = sorted(first.values())
-        after = firsts[job.num_nodes - 1]
-        times = sorted({t for t in firsts[job.num_nodes - 1:]}
+        after = max([firsts[job.num_nodes - 1]] + [first[r] for r in job.required])  # -w: all of them
+        times = sorted({after} | {t for t in firsts if t > after}
                        | {t for name in order for t in self.nodes[name].times if t > after}
                        | {t for t in also if t > after}
-                       if job.num_nodes > 1 else {firsts[0]})
+                       if job.num_nodes > 1 or job.required else {firsts[0]})
         for t in times:
             allocations = self.place(job, [name for name, f in first.items() if f <= t], t, usable)
             if allocations is not None:

@@ -34,6 +34,13 @@ class JobView:
     account: str = ""
     qos: str = "normal"
     reservation: str = ""  # --reservation: only its nodes, only in its window
+    # placement (see placement.py, which fills these from the JobSpec)
+    required: tuple[str, ...] = ()  # -w: every one of these nodes, then others if num_nodes asks more
+    excluded: frozenset = frozenset()  # -x: never these nodes
+    whole_mem: bool = False  # --mem=0: all the memory of each node
+    exclusive_user: bool = False  # --exclusive=user: no other user's job on its nodes
+    gpu_types: tuple[tuple[str, int], ...] = ()  # mixed typed GPUs per node (a100:1,t4:1)
+    wider: tuple["JobView", ...] = ()  # -N min-max: the same job on more nodes, widest first
 
     @property
     def gpus(self) -> int:
@@ -70,6 +77,7 @@ class RunningView:
     priority: int = 0
     requeue: bool = True  # may be requeued (else a requeueing preemption cancels it)
     preempting: bool = False  # already signalled by a preemption; its end is the grace's end
+    exclusive_user: bool = False  # --exclusive=user: other users' jobs stay off its nodes
 
 
 @dataclass(frozen=True)
@@ -120,3 +128,6 @@ class Plan:
     reservations: dict[int, float] = field(default_factory=dict)  # blocked job -> expected start
     preemptions: list[Preemption] = field(default_factory=list)
     backfilled: int = 0  # starts made ahead of a blocked job (sdiag's backfilled jobs)
+    # ReqNodeNotAvail because a node named by -w is down or drained: job -> those nodes, as
+    # Slurm's "ReqNodeNotAvail, UnavailableNodes:node2"
+    unavailable: dict[int, tuple[str, ...]] = field(default_factory=dict)

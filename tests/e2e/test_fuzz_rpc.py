@@ -480,6 +480,10 @@ def seeds(fz: Fuzz) -> dict[tuple[str, str], list]:
         ("Controller", "SubmitJob"): [cpb.SubmitJobRequest(spec=spec)],
         ("Controller", "SubmitJobs"): [cpb.SubmitJobsRequest(specs=[spec, spec])],
         ("Controller", "GetJobs"): [cpb.GetJobsRequest(filter=filt)],
+        ("Controller", "GetJobHistory"): [cpb.GetJobHistoryRequest(
+            job_ids=[1, 424242], array_tasks=["1_0"], users=["root"], accounts=["a"],
+            partitions=["main"], names=["fuzz"], states=["COMPLETED", "PENDING"], start=1.0,
+            end=2e9, duplicates=True, any_eligibility=True)],
         ("Controller", "CancelJobs"): [cpb.CancelJobsRequest(filter=cpb.JobFilter(job_ids=[424242]),
                                                              signal=10, batch_only=True)],
         ("Controller", "UpdateJobs"): [cpb.UpdateJobsRequest(job_ids=[424242, 1], action="hold")],

@@ -102,7 +102,7 @@ def test_maintenance_reservation_keeps_jobs_off_until_deleted(qos, tmp_path):
 def test_sshare_shows_usage_after_jobs(qos, tmp_path):
     job = qos.sbatch("-c", "2", "--wrap", "sleep 2", cwd=tmp_path)
     assert wait_final(qos, job, 30) == "COMPLETED"
-    r = qos.run(["sshare", "-P"])
+    r = qos.run(["sshare", "-p"])  # -p: parsable with a trailing bar, as Slurm
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
     assert lines[0] == "Account|User|RawShares|NormShares|RawUsage|EffectvUsage|FairShare|"

@@ -97,7 +97,8 @@ def test_batch_environment_two_nodes_with_gpus():
         "SLURM_CPUS_ON_NODE": "2", "SLURMD_NODENAME": "node1", "SLURM_CLUSTER_NAME": "lab",
         "SLURM_CONF": "/etc/lab/slurm.conf", "SLURM_NODEID": "0", "SLURM_PROCID": "0",
         "SLURM_LOCALID": "0", "ENVIRONMENT": "BATCH", "SLURM_RESTART_COUNT": "0",
-        "SLURM_WORKING_CLUSTER": "lab:10.9.0.1:7817",
+        "SLURM_WORKING_CLUSTER": "lab:10.9.0.1:7817:9728:109",  # 22.05 protocol, cons_tres
+        "SLURM_NODE_ALIASES": "(null)", "SLURM_PRIO_PROCESS": "0",
         "CUDA_VISIBLE_DEVICES": "0,1", "SLURM_JOB_GPUS": "0,1", "SLURM_STEP_GPUS": "0,1",
         "GPU_DEVICE_ORDINAL": "0,1", "SLURM_GPUS_ON_NODE": "2",
         "MASTER_ADDR": "10.0.0.1", "MASTER_PORT": "29542",
@@ -117,6 +118,14 @@ def test_batch_environment_two_nodes_with_gpus():
     (dict(account="physics"), {"SLURM_JOB_ACCOUNT": "physics"}, []),
     (dict(ntasks_per_node=2), {"SLURM_NTASKS_PER_NODE": "2", "SLURM_TASKS_PER_NODE": "2(x2)"}, []),
     (dict(num_tasks=3), {"SLURM_NTASKS": "3", "SLURM_TASKS_PER_NODE": "2,1"}, []),
+    (dict(dependency="afterok:7"), {"SLURM_JOB_DEPENDENCY": "afterok:7"}, []),
+    (dict(gpus_per_node=2), {"SLURM_GPUS_PER_NODE": "2"}, ["SLURM_GPUS", "SLURM_GPUS_PER_TASK"]),
+    (dict(gpus_per_node=2, gpu_type="a100"), {"SLURM_GPUS_PER_NODE": "a100:2"}, []),
+    (dict(gpus=3), {"SLURM_GPUS": "3"}, ["SLURM_GPUS_PER_NODE", "SLURM_GPUS_PER_TASK"]),
+    (dict(gpus=4, gpus_per_task=2), {"SLURM_GPUS_PER_TASK": "2"}, ["SLURM_GPUS"]),
+    (dict(cpus_per_gpu=3, mem_per_gpu=512), {"SLURM_CPUS_PER_GPU": "3", "SLURM_MEM_PER_GPU": "512"},
+     []),
+    (dict(), {}, ["SLURM_JOB_DEPENDENCY", "SLURM_GPUS", "SLURM_GPUS_PER_NODE", "SLURM_CPUS_PER_GPU"]),
 ])
 def test_batch_environment_follows_the_spec(changes, present, absent):
     job = two_node_gpu_job()

@@ -252,3 +252,89 @@ def test_bad_submissions_exit_with_a_message(submit, script, argv, code, message
     assert (got, out, s) == (code, "", None), err
     assert err.startswith(message), err
     assert "Traceback" not in err
+
+
+# ---- options with an optional value, -N ranges, -w files, input variables (H3) ------------------
+
+@pytest.mark.parametrize("argv, attrs", [
+    # getopt's optional_argument: only an attached value; the next word is the script
+    (["--exclusive", "job.sh"], {"exclusive": "exclusive", "script": "job.sh"}),
+    (["--exclusive=user", "job.sh"], {"exclusive": "user", "script": "job.sh"}),
+    (["--exclus", "job.sh"], {"exclusive": "exclusive", "script": "job.sh"}),  # a prefix, bare
+    (["-I", "job.sh"], {"immediate": "", "script": "job.sh"}),
+    (["-I5", "job.sh"], {"immediate": "5", "script": "job.sh"}),
+    (["--nice", "job.sh"], {"nice": 100, "script": "job.sh"}),
+    # what follows the script is the script's own, untouched
+    (["job.sh", "--exclusive", "-I"], {"exclusive": None, "script_args": ["--exclusive", "-I"]}),
+    (["-J", "x", "--exclusive", "job.sh"], {"name": "x", "exclusive": "exclusive"}),
+    (["-Jx", "--exclusive", "job.sh"], {"name": "x", "exclusive": "exclusive"}),
+])
+def test_optional_values_are_attached_only(argv, attrs):
+    ns = sbatch.build_parser().parse_args(argv)
+    assert {k: getattr(ns, k) for k in attrs} == attrs
+
+
+def test_salloc_immediate_leaves_the_command_alone():
+    from pyslurm_lite.cli import salloc
+    ns = salloc.build_parser().parse_args(["-I", "true"])
+    assert (ns.immediate, ns.command) == ("", "true")
+
+
+@pytest.mark.parametrize("argv, fields", [
+    (["-N", "2-4"], {"num_nodes": 2, "max_nodes": 4, "num_tasks": 2}),
+    (["-N", "2-2"], {"num_nodes": 2, "max_nodes": 0}),
+    (["-N", "1-3", "--use-min-nodes"], {"num_nodes": 1, "max_nodes": 0}),
+    (["-w", "n[1-3]"], {"num_nodes": 3, "num_tasks": 3, "nodelist": "n[1-3]"}),
+    (["-w", "n[1-2]", "-N", "1-4"], {"num_nodes": 2, "max_nodes": 4}),
+    (["--mem=0"], {"mem_per_node": 0, "mem_whole_node": True}),
+    (["--exclusive"], {"exclusive": True, "exclusive_user": False}),
+    (["--exclusive=user"], {"exclusive": False, "exclusive_user": True}),
+    (["--exclusive=mcs"], {"exclusive": True, "exclusive_user": False}),
+    (["--mincpus=4", "-O"], {"min_cpus_per_node": 4, "overcommit": True}),
+    (["--no-requeue"], {"requeue": False}),
+    (["--no-requeue", "--requeue"], {"requeue": True}),  # the last one given wins
+])
+def test_placement_options_in_the_spec(argv, fields, monkeypatch):
+    ns = sbatch.build_parser().parse_args(argv + ["--wrap", "true"])
+    spec = sbatch.spec_from_args(ns, "#!/bin/sh\ntrue\n", "/tmp")
+    assert {k: getattr(spec, k) for k in fields} == fields
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["-N", "3-2"], "Invalid node count specification: 3-2"),
+    (["--exclusive=bogus"], "Invalid --exclusive specification: bogus"),
+    (["--mincpus=0"], "Invalid --mincpus specification: 0"),
+    (["-w", "/nonexistent/hosts"], "Unable to open file /nonexistent/hosts"),
+])
+def test_bad_placement_options(argv, message):
+    ns = sbatch.build_parser().parse_args(argv + ["--wrap", "true"])
+    with pytest.raises(InvalidRequest) as e:
+        sbatch.spec_from_args(ns, "#!/bin/sh\ntrue\n", "/tmp")
+    assert e.value.message.startswith(message)
+
+
+def test_nodelist_from_a_file(tmp_path):
+    hosts = tmp_path / "hosts"
+    hosts.write_text("n1\nn3, n4\n")
+    ns = sbatch.build_parser().parse_args(["-w", str(hosts), "--wrap", "true"])
+    spec = sbatch.spec_from_args(ns, "#!/bin/sh\ntrue\n", "/tmp")
+    assert (spec.nodelist, spec.num_nodes) == ("n1,n3,n4", 3)
+
+
+def test_input_variables_sit_between_command_line_and_directives(tmp_path):
+    script = tmp_path / "job.sh"
+    script.write_text("#!/bin/sh\n#SBATCH -p fromdirective -A dacct -t 5\ntrue\n")
+    env = {"SBATCH_PARTITION": "fromenv", "SBATCH_ACCOUNT": "eacct", "SBATCH_NO_REQUEUE": "1",
+           "SBATCH_EXCLUSIVE": "", "SBATCH_OVERCOMMIT": "no"}  # "no": a flag not set
+    parser = sbatch.build_parser()
+    ns, _ = sbatch.merged_options(parser, ["-A", "cacct", str(script)], env)
+    spec = sbatch.spec_from_args(ns, "#!/bin/sh\ntrue\n", "/tmp")
+    assert (spec.partition, spec.account, spec.time_limit, spec.requeue, spec.exclusive,
+            spec.overcommit) == ("fromenv", "cacct", 5, False, True, False)
+
+
+def test_salloc_reads_salloc_variables():
+    from pyslurm_lite.cli import salloc
+    ns = salloc.parse_options(["-p", "cli", "true"], {"SALLOC_PARTITION": "env", "SALLOC_QOS": "q",
+                                                      "SBATCH_QOS": "not-mine"})
+    assert (ns.partition, ns.qos, ns.command) == ("cli", "q", "true")

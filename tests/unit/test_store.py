@@ -171,3 +171,54 @@ def test_unknown_schema_version_is_refused(db):
     with pytest.raises(ConfigError) as e:
         open_store(db)
     assert str(SCHEMA_VERSION + 1) in e.value.message
+
+
+# ---- accounting: every job kept, earlier runs of requeued jobs archived ------------------------
+def requeue(job, now):
+    """What job_mgr.requeue does to a running job's record."""
+    job.state, job.restart_count = JobState.PENDING, job.restart_count + 1
+    job.start_time = job.end_time = 0.0
+    job.eligible_time = now
+
+
+def test_a_requeue_archives_the_run_it_ends(db):
+    store = Store(f"sqlite:///{db}", clock=lambda: 1_700_000_050.0)
+    job = jobs(JobState.RUNNING)[0]
+    job.start_time = 1_700_000_000.0
+    insert(store, [job])
+    requeue(job, 1_700_000_050.0)
+    store.save_jobs([job])
+    store.save_jobs([job])  # saved again unchanged: archived once
+    [(old, ended)] = store.job_runs([job.job_id])[job.job_id]
+    assert (old.state, old.restart_count, old.start_time, ended) == \
+        (JobState.RUNNING, 0, 1_700_000_000.0, 1_700_000_050.0)
+    job.state, job.start_time, job.end_time = JobState.COMPLETED, 1_700_000_060.0, 1_700_000_070.0
+    store.save_jobs([job])
+    assert len(store.job_runs([job.job_id])[job.job_id]) == 1
+    requeue(job, 1_700_000_080.0)  # a second requeue, after the job had ended
+    store.close()
+    reopened = Store(f"sqlite:///{db}")  # a restarted controller archives it too
+    reopened.save_jobs([job])
+    runs = reopened.job_runs([job.job_id])[job.job_id]
+    assert [(r.restart_count, r.state, end) for r, end in runs] == \
+        [(0, JobState.RUNNING, 1_700_000_050.0), (1, JobState.COMPLETED, 1_700_000_070.0)]
+    reopened.close()
+
+
+def test_job_history_filters_by_id_span_user_and_time(db):
+    store = open_store(db)
+    a, b, c = jobs(JobState.COMPLETED, JobState.COMPLETED, JobState.RUNNING)
+    a.end_time, b.end_time, c.end_time = 100.0, 200.0, 0.0
+    a.spec.user, b.spec.user = "bob", "alice"
+    for j in (a, b, c):
+        j.submit_time = 50.0
+    insert(store, [a, b, c])
+    ids = lambda js: [j.job_id for j in js]  # noqa: E731
+    assert ids(store.job_history()) == [1, 2, 3]
+    assert ids(store.job_history(job_ids=[3])) == [3]
+    assert ids(store.job_history(job_ids=[], id_spans=[(2, 10)])) == [2, 3]
+    assert ids(store.job_history(users=["alice"])) == [2, 3]
+    assert ids(store.job_history(users=["1000"])) == [1, 2, 3]  # a uid
+    assert ids(store.job_history(ended_after=150.0)) == [2, 3]  # 3 has not ended
+    assert ids(store.job_history(submitted_before=50.0)) == []
+    store.close()

@@ -1,0 +1,112 @@
+"""scontrol show config: the configuration in Slurm's layout.
+
+    Configuration data as of 2026-11-30T10:06:35
+    AuthType                = auth/slurm
+    ClusterName             = lab
+    ...
+    Slurmctld(primary) at head is UP
+
+Keys are spelled and valued as Slurm prints them (times "30 sec", booleans Yes/No, unset
+"(null)"), one per setting this implementation has, from slurm.conf as parsed plus defaults,
+in Slurm's (alphabetical) order. Keys read but not implemented are listed after them under
+their own heading, so none is dropped unsaid. Read from the slurm.conf this command uses,
+which the controller also reads; BOOT_TIME and the last line come from the controller.
+"""
+
+from __future__ import annotations
+
+from ..units import format_limit_hms, format_timestamp
+
+KEY_WIDTH = 23  # Slurm's "%-23s = %s"
+
+
+def _sec(n) -> str:
+    return f"{n:g} sec"
+
+
+def _yes(flag: bool) -> str:
+    return "Yes" if flag else "No"
+
+
+def _user(name: str) -> str:
+    """'root(0)', as Slurm prints SlurmUser."""
+    import pwd
+    try:
+        return f"{name}({pwd.getpwnam(name).pw_uid})"
+    except KeyError:
+        return name
+
+
+def _null(text) -> str:
+    return str(text) if text not in (None, "", []) else "(null)"
+
+
+def settings(cfg, boot_time: float) -> dict[str, str]:
+    """Slurm key -> value text."""
+    auth = f"socket={cfg.auth_socket},cred_expire={cfg.cred_expire},ttl={cfg.token_ttl}"
+    host = cfg.controller_host + (f"({cfg.controller_addr})" if cfg.controller_addr else "")
+    out = {
+        "AdminUsers": _null(",".join(cfg.admin_users)),
+        "AuthInfo": auth, "AuthType": "auth/slurm",
+        "BOOT_TIME": format_timestamp(boot_time), "ClusterName": cfg.cluster_name,
+        "CredType": "cred/slurm",
+        "DefMemPerCPU": str(cfg.def_mem_per_cpu) if cfg.def_mem_per_cpu else None,
+        "DefMemPerNode": str(cfg.def_mem_per_node) if cfg.def_mem_per_node else
+        (None if cfg.def_mem_per_cpu else "UNLIMITED"),
+        "DisableRootJobs": _yes(cfg.disable_root_jobs), "FirstJobId": str(cfg.first_job_id),
+        "GresTypes": _null(",".join(cfg.gres_types)),
+        "HealthCheckInterval": _sec(cfg.health_check_interval),
+        "HealthCheckProgram": _null(cfg.health_check_program),
+        "HeartbeatInterval": _sec(cfg.heartbeat_interval),
+        "JobRequeue": str(int(cfg.job_requeue)), "KillWait": _sec(cfg.kill_wait),
+        "MaxArraySize": str(cfg.max_array_size), "MaxBatchRequeue": str(cfg.max_batch_requeue),
+        "MaxJobCount": str(cfg.max_job_count), "MinJobAge": _sec(cfg.min_job_age),
+        "PreemptExemptTime": format_limit_hms(cfg.preempt_exempt_time // 60),
+        "PreemptMode": cfg.preempt_mode, "PreemptType": cfg.preempt_type,
+        "PriorityType": cfg.priority_type,
+        "PrivateData": ",".join(cfg.private_data) or "none",
+        "ProctrackType": cfg.proctrack_type, "ReturnToService": str(cfg.return_to_service),
+        "SchedulerParameters": _null(",".join(f"{k}={v}" if v else k
+                                              for k, v in cfg.scheduler_parameters.items())),
+        "SchedulerType": cfg.extra.get("schedulertype", "sched/backfill"),
+        "SelectType": "select/cons_tres", "SlurmUser": _user(cfg.slurm_user),
+        "SlurmctldHost[0]": host, "SlurmctldPort": str(cfg.controller_port),
+        "SlurmdPort": str(cfg.slurmd_port), "SlurmdSpoolDir": _null(cfg.slurmd_spool_dir),
+        "SlurmdTimeout": _sec(cfg.slurmd_timeout),
+        "StateSaveLocation": cfg.state_save_location, "TaskPlugin": cfg.task_plugin,
+    }
+    if cfg.priority_type == "priority/multifactor":
+        out["PriorityDecayHalfLife"] = format_limit_hms(cfg.priority_decay_half_life)
+        out["PriorityMaxAge"] = format_limit_hms(cfg.priority_max_age)
+        for name in ("age", "fairshare", "jobsize", "partition", "qos"):
+            key = "PriorityWeight" + {"jobsize": "JobSize", "fairshare": "FairShare",
+                                      "qos": "QOS"}.get(name, name.capitalize())
+            out[key] = str(cfg.priority_weights.get(name, 0))
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def lines(cfg, now: float, boot_time: float) -> list[str]:
+    out = [f"Configuration data as of {format_timestamp(now)}"]
+    items = settings(cfg, boot_time)
+    out += [f"{k:<{KEY_WIDTH}} = {items[k]}" for k in sorted(items, key=str.lower)]
+    if cfg.extra:
+        out += ["", "Read from slurm.conf but not implemented here:"]
+        out += [f"{k:<{KEY_WIDTH}} = {v}" for k, v in sorted(cfg.extra.items())
+                if k != "schedulertype"]
+    return out
+
+
+def show_config(client, ns, arg) -> int:
+    """The configuration, then the controller's state as Slurm ends it."""
+    import sys
+    from ..errors import SlurmError
+    try:
+        reply = client.diag()
+        now, boot, up = reply.now, reply.since, True
+    except SlurmError:
+        import time
+        now, boot, up = time.time(), 0.0, False
+    text = lines(client.cfg, now, boot)
+    text += ["", f"Slurmctld(primary) at {client.cfg.controller_host} is {'UP' if up else 'DOWN'}"]
+    sys.stdout.write("\n".join(text) + "\n")
+    return 0

@@ -1,0 +1,213 @@
+"""scontrol update JobId=...: which fields may change, by whom, in which state, in Slurm's words.
+
+Rules, as slurmctld's _update_job (22.05):
+    TimeLimit   the owner may lower it, only an operator may raise it (Access/permission
+                denied); over the partition's MaxTime only for an operator
+    Nice        a negative value is an operator's
+    Partition, NumNodes, QOS, Dependency, StartTime, MinMemoryNode, Features, ReqNodeList,
+    ExcNodeList: the job must be pending ("Job is no longer pending execution")
+    Name, Comment, TimeLimit, Nice, ArrayTaskThrottle: pending or running
+    a finished job changes no more ("Job has already finished")
+
+Worked example: a user's pending job 7 has TimeLimit=10. `TimeLimit=5 Partition=debug` lowers
+the limit and moves it; `TimeLimit=20` is refused for him, done for root. Every change of one
+request is checked before any is made: a refused field leaves the job as it was.
+
+Pure: works on one Job and the configuration; the caller holds the lock and commits.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from ..errors import InvalidRequest, PermissionDenied, StaleState
+from ..model import UNLIMITED, Job, JobState
+from ..units import parse_begin_time, parse_memory, parse_time_limit
+
+DENIED = "Access/permission denied"
+NOT_PENDING = "Job is no longer pending execution"
+FINISHED = "Job has already finished"
+INVALID_TIME_LIMIT = "Requested time limit is invalid (missing or exceeds some limit)"
+
+# Slurm's field names (as scontrol spells them) -> the canonical one we handle. The CLI maps
+# the user's spelling (any case, Slurm's aliases) to these; the controller accepts only these.
+FIELDS = {
+    "timelimit": "TimeLimit", "partition": "Partition", "numnodes": "NumNodes",
+    "reqnodes": "NumNodes", "dependency": "Dependency", "nice": "Nice", "qos": "QOS",
+    "name": "JobName", "jobname": "JobName", "comment": "Comment", "starttime": "StartTime",
+    "begintime": "StartTime", "eligibletime": "StartTime",
+    "arraytaskthrottle": "ArrayTaskThrottle", "minmemorynode": "MinMemoryNode",
+    "features": "Features", "reqnodelist": "ReqNodeList", "nodelist": "ReqNodeList",
+    "excnodelist": "ExcNodeList",
+}
+PENDING_ONLY = {"Partition", "NumNodes", "Dependency", "QOS", "StartTime", "MinMemoryNode",
+                "Features", "ReqNodeList", "ExcNodeList"}
+
+
+@dataclasses.dataclass(frozen=True)
+class Context:
+    """What a change is judged against."""
+
+    cfg: object
+    operator: bool
+    now: float
+    reservations: dict
+
+
+def apply(job: Job, changes: dict[str, str], ctx: Context) -> list[str]:
+    """Make every change to job, or none (SlurmError naming the first refusal). Returns the
+    fields changed. `changes`: canonical field name -> value text."""
+    unknown = [k for k in changes if k not in FIELDS.values()]
+    if unknown:
+        raise InvalidRequest(f"Update of this parameter is not supported: {unknown[0]}")
+    if job.state.is_final:
+        raise StaleState(FINISHED)
+    if job.state != JobState.PENDING and PENDING_ONLY & set(changes):
+        raise StaleState(NOT_PENDING)
+    spec = dataclasses.replace(job.spec, environment={}, script="")
+    new = dataclasses.replace(job, spec=spec)
+    for name, value in changes.items():
+        _SETTERS[name](new, value.strip(), ctx)
+    if PENDING_ONLY & set(changes):
+        _revalidate(new, ctx)
+    elif "TimeLimit" in changes and not ctx.operator:
+        _check_max_time(new, ctx)
+    _copy_back(job, new)
+    return list(changes)
+
+
+def _copy_back(job: Job, new: Job) -> None:
+    """The checked result into the live job (its script and environment stay in the store)."""
+    script, env = job.spec.script, job.spec.environment
+    for f in dataclasses.fields(Job):
+        if f.name != "spec":
+            setattr(job, f.name, getattr(new, f.name))
+    for f in dataclasses.fields(type(job.spec)):
+        if f.name not in ("script", "environment"):
+            setattr(job.spec, f.name, getattr(new.spec, f.name))
+    job.spec.script, job.spec.environment = script, env
+
+
+def _revalidate(job: Job, ctx: Context) -> None:
+    """The changed request against partitions and nodes, as at submit. An operator's time
+    limit may exceed the partition's MaxTime, so it is left out of the check for him."""
+    from .validate import validate_spec
+    explicit = job.spec.time_limit
+    spec = dataclasses.replace(job.spec, time_limit=0 if ctx.operator else explicit)
+    part, limit = validate_spec(ctx.cfg, spec, ctx.reservations, operator=ctx.operator)
+    job.partition = part.name
+    job.time_limit = explicit if ctx.operator and explicit else limit
+
+
+def _check_max_time(job: Job, ctx: Context) -> None:
+    part = ctx.cfg.partitions.get(job.partition)
+    if part is not None and part.max_time != UNLIMITED and \
+            (job.time_limit == UNLIMITED or job.time_limit > part.max_time):
+        raise InvalidRequest(INVALID_TIME_LIMIT)
+
+
+def _time_limit(job: Job, value: str, ctx: Context) -> None:
+    try:
+        minutes = parse_time_limit(value)
+    except InvalidRequest:
+        raise InvalidRequest("Invalid time limit specification") from None
+    if minutes == 0:
+        raise InvalidRequest(INVALID_TIME_LIMIT)
+    raising = minutes == UNLIMITED and job.time_limit != UNLIMITED or \
+        job.time_limit != UNLIMITED and minutes > job.time_limit
+    if raising and not ctx.operator:
+        raise PermissionDenied(DENIED)
+    job.time_limit = job.spec.time_limit = minutes
+
+
+def _partition(job: Job, value: str, ctx: Context) -> None:
+    if value not in ctx.cfg.partitions:
+        raise InvalidRequest("Invalid partition name specified")
+    job.spec.partition = value
+
+
+def _num_nodes(job: Job, value: str, ctx: Context) -> None:
+    low = value.split("-")[0]
+    if not low.isdigit() or not 1 <= int(low) <= 2**31 - 1:
+        raise InvalidRequest("Node count specification invalid")
+    job.spec.num_nodes = int(low)
+    job.spec.num_tasks = max(job.spec.num_tasks, job.spec.num_nodes)
+
+
+def _dependency(job: Job, value: str, ctx: Context) -> None:
+    from ..sched import dependency
+    value = "" if value in ("", "0", "(null)") else value
+    if value:
+        dependency.parse(value)
+    job.spec.dependency = value
+
+
+def _nice(job: Job, value: str, ctx: Context) -> None:
+    from .validate import NICE_LIMIT
+    try:
+        nice = int(value)
+    except ValueError:
+        raise InvalidRequest(f"Invalid nice value: {value[:32]}") from None
+    if abs(nice) > NICE_LIMIT:
+        raise InvalidRequest(f"Nice value out of range (+/- {NICE_LIMIT}). Value ignored")
+    if nice < 0 and not ctx.operator:
+        raise PermissionDenied(DENIED)
+    # priority/basic keeps a job's priority; nice shifts it as Slurm's does (multifactor
+    # recomputes it from spec.nice each pass anyway)
+    job.priority = max(job.priority - (nice - job.spec.nice), 1)
+    job.spec.nice = nice
+
+
+def _qos(job: Job, value: str, ctx: Context) -> None:
+    if value not in ctx.cfg.qos:
+        raise InvalidRequest("Invalid qos specification")
+    job.spec.qos = value
+
+
+def _text(field: str):
+    def setter(job: Job, value: str, ctx: Context) -> None:
+        from .validate import _CONTROL
+        if len(value) > 1024 or _CONTROL.search(value):
+            raise InvalidRequest(f"Invalid {field} value")
+        setattr(job.spec, field, value)
+    return setter
+
+
+def _start_time(job: Job, value: str, ctx: Context) -> None:
+    try:
+        when = parse_begin_time(value, ctx.now)
+    except InvalidRequest:
+        raise InvalidRequest("Invalid time specified") from None
+    job.spec.begin_time = when
+    job.eligible_time = max(when, ctx.now)
+
+
+def _throttle(job: Job, value: str, ctx: Context) -> None:
+    if not job.array_job_id:
+        raise InvalidRequest("ArrayTaskThrottle: the job is not an array job")
+    if not value.isdigit() or int(value) > 2**31 - 1:
+        raise InvalidRequest("Invalid ArrayTaskThrottle value")
+    job.array_limit = int(value)
+
+
+def _min_memory(job: Job, value: str, ctx: Context) -> None:
+    try:
+        mib = parse_memory(value)
+    except InvalidRequest:
+        raise InvalidRequest("Invalid MinMemoryNode value") from None
+    job.spec.mem_per_node, job.spec.mem_per_cpu, job.spec.mem_per_gpu = mib, 0, 0
+
+
+def _node_list(field: str):
+    def setter(job: Job, value: str, ctx: Context) -> None:
+        setattr(job.spec, field, "" if value in ("", "(null)") else value)
+    return setter
+
+
+_SETTERS = {
+    "TimeLimit": _time_limit, "Partition": _partition, "NumNodes": _num_nodes,
+    "Dependency": _dependency, "Nice": _nice, "QOS": _qos, "JobName": _text("name"),
+    "Comment": _text("comment"), "StartTime": _start_time, "ArrayTaskThrottle": _throttle,
+    "MinMemoryNode": _min_memory, "Features": _text("constraint"),
+    "ReqNodeList": _node_list("nodelist"), "ExcNodeList": _node_list("exclude"),
+}
