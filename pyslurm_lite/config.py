@@ -85,6 +85,10 @@ class Config:
     tls_ca: str = ""  # TLSParameters=ca_cert_file=...: the CA that signed the daemons' certificates
     tls_cert: str = ""  # TLSParameters=cert_file=...: this cluster's daemon certificate
     tls_key: str = ""  # TLSParameters=cert_key_file=...
+    # PropagateResourceLimits / PropagateResourceLimitsExcept: which of the submitter's limits
+    # commands send with a job (rlimits.py)
+    propagate_rlimits: str = "ALL"
+    propagate_rlimits_except: str = ""
     extra: dict[str, str] = field(default_factory=dict)
     # "file:line: Key=Value" of every key read but not implemented: daemons warn with each
     ignored: list[str] = field(default_factory=list)
@@ -301,6 +305,8 @@ _SIMPLE_KEYS = {
     "slurmuser": ("slurm_user", str),
     "maxarraysize": ("max_array_size", int),
     "maxjobcount": ("max_job_count", int),
+    "propagateresourcelimits": ("propagate_rlimits", str),
+    "propagateresourcelimitsexcept": ("propagate_rlimits_except", str),
 }
 
 EXTRA_READ = {"schedulertype"}  # keys kept in Config.extra that some module reads from there
@@ -571,8 +577,19 @@ def _validate(cfg: Config) -> None:
         raise ConfigError(f"{cfg.path}: AuthInfo=ttl={cfg.token_ttl}: a user token lives at most 60 s")
     if cfg.max_array_size < 1:
         raise ConfigError(f"{cfg.path}: MaxArraySize={cfg.max_array_size} must be at least 1")
+    _validate_rlimits(cfg)
     if cfg.nodes and not cfg.partitions:
         raise ConfigError(f"{cfg.path}: no PartitionName line: jobs would have nowhere to run")
+
+
+def _validate_rlimits(cfg: Config) -> None:
+    from .rlimits import BadRlimits, parse as parse_rlimits
+    for key, value in (("PropagateResourceLimits", cfg.propagate_rlimits),
+                       ("PropagateResourceLimitsExcept", cfg.propagate_rlimits_except)):
+        try:
+            parse_rlimits(value)
+        except BadRlimits as e:
+            raise ConfigError(f"{cfg.path}: {key}={value}: {e}") from None
 
 
 def parse_gres(text: str, path: str, cfg: Config) -> None:

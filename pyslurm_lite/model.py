@@ -158,6 +158,8 @@ class JobSpec:
     overcommit: bool = False  # -O: one CPU per task is not required (cpus_per_task per node)
     mem_whole_node: bool = False  # --mem=0: all the memory of each node
     exclusive_user: bool = False  # --exclusive=user: nodes shared only with the same user's jobs
+    # PropagateResourceLimits / --propagate: the submitter's limits, "NAME=soft:hard" (rlimits.py)
+    rlimits: list[str] = field(default_factory=list)
 
     def gpus_needed_per_node(self) -> int:
         """GPUs this job needs on each of its nodes, from whichever flag set them."""
@@ -228,6 +230,12 @@ class Step:
     cpus_per_node: list[int] = field(default_factory=list)
     task_nodes: list[int] = field(default_factory=list)  # task id -> index in nodes (srun -m)
     distribution: str = ""
+    # What the step holds of the job's allocation on each of its nodes (srun -c/-n, --mem,
+    # --gres/--gpus*): mem 0 = no --mem, the job's memory limit applies and nothing is held;
+    # gpus = the step's GPUs (all of the job's there when it asked for none).
+    allocations: list[NodeAllocation] = field(default_factory=list)
+    gpus_held: bool = False  # asked for GPUs: other steps get others (unless --overlap)
+    overlap: bool = False  # srun --overlap: shares what other steps hold, and holds nothing
 
 
 @dataclass
@@ -262,6 +270,9 @@ class Job:
     preempt_time: float = 0.0  # being preempted: when its grace time ends (0: not preempted)
     preempt_mode: str = ""  # REQUEUE or CANCEL: what happens to it then
     cancelled_by: str = ""  # the uid whose scancel ended it (sacct's "CANCELLED by UID"); "": none
+    # Slurm's state_desc: the reason spelled out ("ReqNodeNotAvail, UnavailableNodes:node2"),
+    # printed instead of the reason's name when set; "" when the name says it all
+    state_desc: str = ""
 
     @property
     def node_names(self) -> list[str]:

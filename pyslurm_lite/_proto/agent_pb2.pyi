@@ -8,7 +8,7 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class StepLaunch(_message.Message):
-    __slots__ = ("job", "step_id", "argv", "env", "cwd", "uid", "gid", "groups", "task_ids", "node_id", "credential", "step_nodes", "step_tasks_per_node", "node_addrs", "std_out", "std_err", "stdin_to_all", "cpus_per_task", "user", "unbuffered", "cpu_bind", "distribution", "stdin_mode", "gpus_per_task", "rlimits", "srun_host")
+    __slots__ = ("job", "step_id", "argv", "env", "cwd", "uid", "gid", "groups", "task_ids", "node_id", "credential", "step_nodes", "step_tasks_per_node", "node_addrs", "std_out", "std_err", "stdin_to_all", "cpus_per_task", "user", "unbuffered", "cpu_bind", "distribution", "stdin_mode", "gpus_per_task", "rlimits", "srun_host", "pty", "winsize")
     class EnvEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -42,6 +42,8 @@ class StepLaunch(_message.Message):
     GPUS_PER_TASK_FIELD_NUMBER: _ClassVar[int]
     RLIMITS_FIELD_NUMBER: _ClassVar[int]
     SRUN_HOST_FIELD_NUMBER: _ClassVar[int]
+    PTY_FIELD_NUMBER: _ClassVar[int]
+    WINSIZE_FIELD_NUMBER: _ClassVar[int]
     job: _types_pb2.Job
     step_id: int
     argv: _containers.RepeatedScalarFieldContainer[str]
@@ -68,19 +70,31 @@ class StepLaunch(_message.Message):
     gpus_per_task: int
     rlimits: _containers.RepeatedScalarFieldContainer[str]
     srun_host: str
-    def __init__(self, job: _Optional[_Union[_types_pb2.Job, _Mapping]] = ..., step_id: _Optional[int] = ..., argv: _Optional[_Iterable[str]] = ..., env: _Optional[_Mapping[str, str]] = ..., cwd: _Optional[str] = ..., uid: _Optional[int] = ..., gid: _Optional[int] = ..., groups: _Optional[_Iterable[int]] = ..., task_ids: _Optional[_Iterable[int]] = ..., node_id: _Optional[int] = ..., credential: _Optional[str] = ..., step_nodes: _Optional[_Iterable[str]] = ..., step_tasks_per_node: _Optional[_Iterable[int]] = ..., node_addrs: _Optional[_Iterable[str]] = ..., std_out: _Optional[str] = ..., std_err: _Optional[str] = ..., stdin_to_all: _Optional[bool] = ..., cpus_per_task: _Optional[int] = ..., user: _Optional[str] = ..., unbuffered: _Optional[bool] = ..., cpu_bind: _Optional[str] = ..., distribution: _Optional[str] = ..., stdin_mode: _Optional[str] = ..., gpus_per_task: _Optional[int] = ..., rlimits: _Optional[_Iterable[str]] = ..., srun_host: _Optional[str] = ...) -> None: ...
+    pty: bool
+    winsize: Winsize
+    def __init__(self, job: _Optional[_Union[_types_pb2.Job, _Mapping]] = ..., step_id: _Optional[int] = ..., argv: _Optional[_Iterable[str]] = ..., env: _Optional[_Mapping[str, str]] = ..., cwd: _Optional[str] = ..., uid: _Optional[int] = ..., gid: _Optional[int] = ..., groups: _Optional[_Iterable[int]] = ..., task_ids: _Optional[_Iterable[int]] = ..., node_id: _Optional[int] = ..., credential: _Optional[str] = ..., step_nodes: _Optional[_Iterable[str]] = ..., step_tasks_per_node: _Optional[_Iterable[int]] = ..., node_addrs: _Optional[_Iterable[str]] = ..., std_out: _Optional[str] = ..., std_err: _Optional[str] = ..., stdin_to_all: _Optional[bool] = ..., cpus_per_task: _Optional[int] = ..., user: _Optional[str] = ..., unbuffered: _Optional[bool] = ..., cpu_bind: _Optional[str] = ..., distribution: _Optional[str] = ..., stdin_mode: _Optional[str] = ..., gpus_per_task: _Optional[int] = ..., rlimits: _Optional[_Iterable[str]] = ..., srun_host: _Optional[str] = ..., pty: _Optional[bool] = ..., winsize: _Optional[_Union[Winsize, _Mapping]] = ...) -> None: ...
+
+class Winsize(_message.Message):
+    __slots__ = ("rows", "cols")
+    ROWS_FIELD_NUMBER: _ClassVar[int]
+    COLS_FIELD_NUMBER: _ClassVar[int]
+    rows: int
+    cols: int
+    def __init__(self, rows: _Optional[int] = ..., cols: _Optional[int] = ...) -> None: ...
 
 class StepInput(_message.Message):
-    __slots__ = ("launch", "stdin", "stdin_eof", "signal")
+    __slots__ = ("launch", "stdin", "stdin_eof", "signal", "winsize")
     LAUNCH_FIELD_NUMBER: _ClassVar[int]
     STDIN_FIELD_NUMBER: _ClassVar[int]
     STDIN_EOF_FIELD_NUMBER: _ClassVar[int]
     SIGNAL_FIELD_NUMBER: _ClassVar[int]
+    WINSIZE_FIELD_NUMBER: _ClassVar[int]
     launch: StepLaunch
     stdin: bytes
     stdin_eof: bool
     signal: int
-    def __init__(self, launch: _Optional[_Union[StepLaunch, _Mapping]] = ..., stdin: _Optional[bytes] = ..., stdin_eof: _Optional[bool] = ..., signal: _Optional[int] = ...) -> None: ...
+    winsize: Winsize
+    def __init__(self, launch: _Optional[_Union[StepLaunch, _Mapping]] = ..., stdin: _Optional[bytes] = ..., stdin_eof: _Optional[bool] = ..., signal: _Optional[int] = ..., winsize: _Optional[_Union[Winsize, _Mapping]] = ...) -> None: ...
 
 class StepOutput(_message.Message):
     __slots__ = ("task_id", "stream", "data", "exited", "exit_code", "exit_signal", "error", "started")

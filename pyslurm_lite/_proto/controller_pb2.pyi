@@ -247,7 +247,7 @@ class ReportJobEventsReply(_message.Message):
     def __init__(self, reregister: _Optional[bool] = ...) -> None: ...
 
 class CreateStepRequest(_message.Message):
-    __slots__ = ("job_id", "name", "num_nodes", "num_tasks", "ntasks_per_node", "cpus_per_task", "exclusive", "overlap", "nodelist", "distribution", "task_nodes")
+    __slots__ = ("job_id", "name", "num_nodes", "num_tasks", "ntasks_per_node", "cpus_per_task", "exclusive", "overlap", "nodelist", "distribution", "task_nodes", "mem_per_node", "mem_per_cpu", "gpus", "gpus_per_node", "gpus_per_task", "gpus_none", "overcommit")
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     NUM_NODES_FIELD_NUMBER: _ClassVar[int]
@@ -259,6 +259,13 @@ class CreateStepRequest(_message.Message):
     NODELIST_FIELD_NUMBER: _ClassVar[int]
     DISTRIBUTION_FIELD_NUMBER: _ClassVar[int]
     TASK_NODES_FIELD_NUMBER: _ClassVar[int]
+    MEM_PER_NODE_FIELD_NUMBER: _ClassVar[int]
+    MEM_PER_CPU_FIELD_NUMBER: _ClassVar[int]
+    GPUS_FIELD_NUMBER: _ClassVar[int]
+    GPUS_PER_NODE_FIELD_NUMBER: _ClassVar[int]
+    GPUS_PER_TASK_FIELD_NUMBER: _ClassVar[int]
+    GPUS_NONE_FIELD_NUMBER: _ClassVar[int]
+    OVERCOMMIT_FIELD_NUMBER: _ClassVar[int]
     job_id: int
     name: str
     num_nodes: int
@@ -270,7 +277,14 @@ class CreateStepRequest(_message.Message):
     nodelist: str
     distribution: str
     task_nodes: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, job_id: _Optional[int] = ..., name: _Optional[str] = ..., num_nodes: _Optional[int] = ..., num_tasks: _Optional[int] = ..., ntasks_per_node: _Optional[int] = ..., cpus_per_task: _Optional[int] = ..., exclusive: _Optional[bool] = ..., overlap: _Optional[bool] = ..., nodelist: _Optional[str] = ..., distribution: _Optional[str] = ..., task_nodes: _Optional[_Iterable[str]] = ...) -> None: ...
+    mem_per_node: int
+    mem_per_cpu: int
+    gpus: int
+    gpus_per_node: int
+    gpus_per_task: int
+    gpus_none: bool
+    overcommit: bool
+    def __init__(self, job_id: _Optional[int] = ..., name: _Optional[str] = ..., num_nodes: _Optional[int] = ..., num_tasks: _Optional[int] = ..., ntasks_per_node: _Optional[int] = ..., cpus_per_task: _Optional[int] = ..., exclusive: _Optional[bool] = ..., overlap: _Optional[bool] = ..., nodelist: _Optional[str] = ..., distribution: _Optional[str] = ..., task_nodes: _Optional[_Iterable[str]] = ..., mem_per_node: _Optional[int] = ..., mem_per_cpu: _Optional[int] = ..., gpus: _Optional[int] = ..., gpus_per_node: _Optional[int] = ..., gpus_per_task: _Optional[int] = ..., gpus_none: _Optional[bool] = ..., overcommit: _Optional[bool] = ...) -> None: ...
 
 class StepNode(_message.Message):
     __slots__ = ("name", "target", "addr", "task_ids")

@@ -64,6 +64,13 @@ MESSAGES = {
         ('nodelist', 9, 'string', 0, None),
         ('distribution', 10, 'string', 0, None),
         ('task_nodes', 11, 'string', 1, None),
+        ('mem_per_node', 12, 'int64', 0, None),
+        ('mem_per_cpu', 13, 'int64', 0, None),
+        ('gpus', 14, 'int32', 0, None),
+        ('gpus_per_node', 15, 'int32', 0, None),
+        ('gpus_per_task', 16, 'int32', 0, None),
+        ('gpus_none', 17, 'bool', 0, None),
+        ('overcommit', 18, 'bool', 0, None),
     ),
     'DeleteReservationReply': (
     ),
@@ -188,6 +195,7 @@ MESSAGES = {
         ('preempt_time', 28, 'double', 0, None),
         ('preempt_mode', 29, 'string', 0, None),
         ('cancelled_by', 30, 'string', 0, None),
+        ('state_desc', 31, 'string', 0, None),
     ),
     'JobError': (
         ('job_id', 1, 'int64', 0, None),
@@ -274,6 +282,7 @@ MESSAGES = {
         ('overcommit', 52, 'bool', 0, None),
         ('mem_whole_node', 53, 'bool', 0, None),
         ('exclusive_user', 54, 'bool', 0, None),
+        ('rlimits', 55, 'string', 1, None),
     ),
     'LaunchJobsReply': (
         ('accepted', 1, 'int64', 1, None),
@@ -430,12 +439,16 @@ MESSAGES = {
         ('cpus_per_node', 13, 'int32', 1, None),
         ('task_nodes', 14, 'int32', 1, None),
         ('distribution', 15, 'string', 0, None),
+        ('allocations', 16, 'message', 1, 'NodeAllocation'),
+        ('gpus_held', 17, 'bool', 0, None),
+        ('overlap', 18, 'bool', 0, None),
     ),
     'StepInput': (
         ('launch', 1, 'message', 2, 'StepLaunch'),
         ('stdin', 2, 'bytes', 2, None),
         ('stdin_eof', 3, 'bool', 2, None),
         ('signal', 4, 'int32', 2, None),
+        ('winsize', 5, 'message', 2, 'Winsize'),
     ),
     'StepLaunch': (
         ('job', 1, 'message', 0, 'Job'),
@@ -464,6 +477,8 @@ MESSAGES = {
         ('gpus_per_task', 24, 'int32', 0, None),
         ('rlimits', 25, 'string', 1, None),
         ('srun_host', 26, 'string', 0, None),
+        ('pty', 27, 'bool', 0, None),
+        ('winsize', 28, 'message', 0, 'Winsize'),
     ),
     'StepNode': (
         ('name', 1, 'string', 0, None),
@@ -509,6 +524,10 @@ MESSAGES = {
         ('names', 1, 'string', 1, None),
         ('state', 2, 'string', 0, None),
         ('reason', 3, 'string', 0, None),
+    ),
+    'Winsize': (
+        ('rows', 1, 'int32', 0, None),
+        ('cols', 2, 'int32', 0, None),
     ),
 }
 

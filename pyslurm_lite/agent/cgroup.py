@@ -9,7 +9,8 @@ the job starts and enforces its CPUs, memory and devices; detected at runtime.
     none: process groups (a setsid'd or double-forked process escapes; the agent says so at start)
 
 <base> is the agent's own cgroup, so jobs stay inside whatever contains the agent (a container,
-a systemd unit). A process enters its cgroup before it runs any of the user's code: the launch
+a systemd unit). A step given memory of its own (srun --mem inside an allocation) gets that
+limit on its step cgroup, under the job's. A process enters its cgroup before it runs any of the user's code: the launch
 shim blocks on a pipe until the agent has written its pid to cgroup.procs.
 
 Must not: decide what a job gets (the controller did) or talk to anyone.
@@ -24,6 +25,7 @@ import time
 from dataclasses import dataclass, field
 
 from ..errors import ConfigError
+from ..model import JobState
 
 log = logging.getLogger("pyslurm_lite.agent.cgroup")
 
@@ -55,6 +57,10 @@ class Tracker:
 
     def add(self, job_key: str, pid: int, step: str = "batch") -> None:
         pass
+
+    def limit_steps(self, job_key: str, mem_mb: dict[str, int]) -> None:
+        """The memory (MiB) steps of the job may use here, set when each step's cgroup is made
+        (process groups limit nothing)."""
 
     def pids(self, job_key: str, leader: int = 0) -> list[int]:
         """The processes still in the leader's process group (what pgid tracking can see)."""
@@ -124,7 +130,17 @@ def _own_cgroup(controller: str | None) -> str:
 
 
 class _CgroupTracker(Tracker):
-    """What both cgroup versions share: a signal reaches every process in the job's cgroups."""
+    """What both cgroup versions share: a signal reaches every process in the job's cgroups;
+    steps' own memory limits wait here (job key -> step -> MiB) until their cgroups are made."""
+
+    step_mem: dict[str, dict[str, int]]
+
+    def limit_steps(self, job_key: str, mem_mb: dict[str, int]) -> None:
+        if mem_mb:
+            self.step_mem.setdefault(job_key, {}).update(mem_mb)
+
+    def _step_limit(self, job_key: str, step: str) -> int:
+        return self.step_mem.get(job_key, {}).get(step, 0) if step != "batch" else 0
 
     def signal(self, job_key: str, signo: int, leader: int) -> None:
         for pid in self.pids(job_key):
@@ -153,6 +169,7 @@ class CgroupV1(_CgroupTracker):
         for ctl, path in self.base.items():
             self._mkdirs(ctl, path)
         self.used: dict[str, tuple[str, ...]] = {}  # job key -> controllers it has a cgroup in
+        self.step_mem = {}
 
     @property
     def fences_devices(self) -> bool:
@@ -173,11 +190,7 @@ class CgroupV1(_CgroupTracker):
         for ctl, path in d.items():
             self._mkdirs(ctl, path)
         if "memory" in d and limits.mem_mb:
-            limit = str(limits.mem_mb * 1024 * 1024)
-            _write(os.path.join(d["memory"], "memory.limit_in_bytes"), limit)
-            memsw = os.path.join(d["memory"], "memory.memsw.limit_in_bytes")
-            if os.path.exists(memsw):
-                _write(memsw, limit)  # no escape into swap
+            _v1_memory_limit(d["memory"], limits.mem_mb)
         if "cpuset" in d:
             _write(os.path.join(d["cpuset"], "cpuset.cpus"), ",".join(map(str, limits.cpus)))
         for major, minor in limits.deny_devices if "devices" in d else ():
@@ -199,7 +212,10 @@ class CgroupV1(_CgroupTracker):
 
     def add(self, job_key: str, pid: int, step: str = "batch") -> None:
         for ctl, path in self._dirs(job_key if step == "batch" else f"{job_key}/step_{step}").items():
+            made = not os.path.isdir(path)
             self._mkdirs(ctl, path)
+            if made and ctl == "memory" and self._step_limit(job_key, step):
+                _v1_memory_limit(path, self._step_limit(job_key, step))
             _write(os.path.join(path, "cgroup.procs"), str(pid))
 
     def pids(self, job_key: str, leader: int = 0) -> list[int]:
@@ -266,6 +282,7 @@ class CgroupV1(_CgroupTracker):
         for path in paths:
             _rmtree(path)
         self.used.pop(job_key, None)
+        self.step_mem.pop(job_key, None)
 
     def existing(self) -> list[str]:
         for base in self.base.values():
@@ -284,6 +301,7 @@ class CgroupV2(_CgroupTracker):
         self.mount = mount
         self.base = os.path.join(mount, _own_cgroup(None).lstrip("/"), "pyslurm_lite", node)
         self.controllers = set(_read(os.path.join(mount, "cgroup.controllers")).split())
+        self.step_mem = {}
 
     def _dir(self, job_key: str) -> str:
         return os.path.join(self.base, job_key)
@@ -317,8 +335,23 @@ class CgroupV2(_CgroupTracker):
     def add(self, job_key: str, pid: int, step: str = "batch") -> None:
         # v2: no processes in a cgroup that hands controllers down, so every step is a leaf
         path = os.path.join(self._dir(job_key), f"step_{step}")
+        if not os.path.isdir(path) and self._step_limit(job_key, step):
+            self._step_memory(path, self._step_limit(job_key, step))
         os.makedirs(path, exist_ok=True)
         _write(os.path.join(path, "cgroup.procs"), str(pid))
+
+    def _step_memory(self, path: str, mem_mb: int) -> None:
+        """A step cgroup with its own memory.max: the job's cgroup hands memory down first
+        (it holds no processes itself, v2's rule for doing so)."""
+        try:
+            _write(os.path.join(os.path.dirname(path), "cgroup.subtree_control"), "+memory")
+        except OSError as e:
+            log.warning("step memory limit not set in %s: %s", path, e)
+            return
+        os.makedirs(path, exist_ok=True)
+        _write(os.path.join(path, "memory.max"), str(mem_mb * 1024 * 1024))
+        if os.path.exists(os.path.join(path, "memory.swap.max")):
+            _write(os.path.join(path, "memory.swap.max"), "0")
 
     def pids(self, job_key: str, leader: int = 0) -> list[int]:
         path = self._dir(job_key)
@@ -346,12 +379,33 @@ class CgroupV2(_CgroupTracker):
 
     def remove(self, job_key: str) -> None:
         _rmtree(self._dir(job_key))
+        self.step_mem.pop(job_key, None)
 
     def existing(self) -> list[str]:
         return sorted(os.path.basename(p) for p in _subdirs(self.base))
 
     def close(self) -> None:
         _rmdir_empty(self.base)
+
+
+def _v1_memory_limit(path: str, mem_mb: int) -> None:
+    limit = str(mem_mb * 1024 * 1024)
+    _write(os.path.join(path, "memory.limit_in_bytes"), limit)
+    memsw = os.path.join(path, "memory.memsw.limit_in_bytes")
+    if os.path.exists(memsw):
+        _write(memsw, limit)  # no escape into swap
+
+
+def step_memory(job, node: str) -> dict[str, int]:
+    """The memory (MiB) the controller gave each running step of job on node, by step id as
+    the tracker names steps; steps that hold none (no srun --mem) are left out."""
+    out = {}
+    for step in job.steps:
+        if step.state == JobState.RUNNING and node in step.nodes and step.allocations:
+            mem = step.allocations[step.nodes.index(node)].mem
+            if mem:
+                out[str(step.step_id)] = mem
+    return out
 
 
 def _subdirs(path: str) -> list[str]:

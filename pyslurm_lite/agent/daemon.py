@@ -25,7 +25,8 @@ os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
 import grpc  # noqa: E402  (after the fork-support switch above)
 import psutil  # noqa: E402
 
-from .. import __version__, config as config_mod
+from .. import config as config_mod
+from ..version import SLURM_VERSION
 from ..rpc import wire
 from .._proto import agent_pb2_grpc, controller_pb2 as cpb, controller_pb2_grpc, types_pb2
 from ..errors import ConfigError, StaleState
@@ -157,7 +158,7 @@ class Agent:
             memory=psutil.virtual_memory().total // (1024 * 1024),
             gpus=[wire.to_msg(g, types_pb2.GpuDevice) for g in self.gpus],
             running=running, events=self._event_msgs(), boot_time=self.boot_time,
-            version=__version__)
+            version=SLURM_VERSION)  # slurmd's: scontrol show node's Version=
         reply = self.stub.RegisterNode(req, timeout=RPC_TIMEOUT, metadata=self._md("RegisterNode"))
         self._acknowledged()
         self.instance, self.epoch = reply.instance, reply.epoch

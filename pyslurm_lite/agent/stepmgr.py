@@ -30,12 +30,13 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from ..config import Config
+from .. import rlimits
 from ..model import GpuDevice, Job, NodeAllocation
 from ..rpc import credential
 from ..rpc.credential import Claims, CredentialError
 from . import gpu as gpu_mod
 from . import spool as spool_mod
-from .cgroup import Limits, Tracker
+from .cgroup import Limits, Tracker, step_memory
 from .cpus import CoreMap
 from .env import batch_environment, gpu_environment, submitter_umask
 from .iopaths import CHDIR, CHDIR_REPORT, expand_pattern, output_paths
@@ -220,6 +221,7 @@ class StepManager:
             os.close(gate_r)
         try:
             self.tracker.add(key, proc.pid, "batch")  # before any of the user's code runs
+            rlimits.apply(proc.pid, spec.rlimits, log)  # inherited by all the script runs
         except Exception:
             proc.kill()
             proc.wait()
@@ -237,6 +239,8 @@ class StepManager:
         """The job's cgroup on this node with its limits, made by whichever of the batch script
         or a step gets here first. Returns whether the job's GPUs are fenced."""
         with self.lock:
+            # srun --mem inside an allocation: the step's cgroup gets its own limit
+            self.tracker.limit_steps(job_key(job.job_id), step_memory(job, node))
             if job.job_id in self.job_cgroups:
                 return self.job_cgroups[job.job_id]
             limits, fenced = self._limits(job, node)

@@ -22,11 +22,13 @@ import subprocess
 import threading
 from dataclasses import dataclass, field
 
+from .. import rlimits
 from ..rpc import wire
 from .._proto import agent_pb2
 from ..model import Job
 from ..rpc.credential import Claims, CredentialError
 from . import binding
+from . import pty as ptys
 from .cpus import cpulist
 from .iobuf import LineBuffer
 from .env import step_environment, submitter_umask, task_environment
@@ -45,11 +47,15 @@ SHIM = _GATE + CHDIR_REPORT + 'shift; exec "$@"'
 # $2 and $3 may each be empty: that stream stays a pipe to srun (srun --error=FILE alone)
 SHIM_FILES = (_GATE + '{ [ -z "$2" ] || exec >>"$2"; } && { [ -z "$3" ] || exec 2>>"$3"; } '
               '|| exit 1; ' + CHDIR_REPORT + 'shift 3; exec "$@"')
+SHIM_PTY = _GATE + ptys.SHIM_TAIL  # srun --pty's task 0: $2 is its terminal
+VEOF = b"\x04"  # ^D: what srun's end of input is to a terminal's reader
 
 
 def _reads_stdin(launch, rank: int) -> bool:
     """srun -i: task 0 by default, every task (all, or a file srun reads), one task, or none."""
     mode = launch.stdin_mode
+    if launch.pty:  # task 0 reads its terminal; the others nothing, as Slurm's
+        return False
     if mode == "all" or launch.stdin_to_all:
         return True
     if mode == "none":
@@ -67,6 +73,7 @@ class StepRun:
     pidfds: dict[int, int] = field(default_factory=dict)  # rank -> pidfd, while the task runs
     lock: threading.Lock = field(default_factory=threading.Lock)
     cpus: set[int] = field(default_factory=set)  # the CPUs its tasks are bound to here
+    pty: int = -1  # srun --pty: the master of task 0's terminal, while it is open
 
 
 class TaskManager:
@@ -123,6 +130,11 @@ class TaskManager:
                     self._write_stdin(run, msg.stdin)
                 elif kind == "stdin_eof":
                     self._close_stdin(run)
+                    self._write_pty(run, VEOF)
+                elif kind == "winsize":
+                    with run.lock:
+                        if run.pty >= 0:
+                            ptys.set_winsize(run.pty, msg.winsize.rows, msg.winsize.cols)
                 elif kind == "signal":
                     self._kill(run, msg.signal)
         except Exception:  # srun went away: the callback kills the tasks
@@ -131,7 +143,16 @@ class TaskManager:
             self._close_stdin(run)
 
     @staticmethod
-    def _write_stdin(run: StepRun, data: bytes) -> None:
+    def _write_pty(run: StepRun, data: bytes) -> None:
+        with run.lock:  # never to a closed master whose number was reused
+            if run.pty >= 0:
+                try:
+                    os.write(run.pty, data)
+                except OSError:  # the terminal hung up: the task is ending
+                    pass
+
+    def _write_stdin(self, run: StepRun, data: bytes) -> None:
+        self._write_pty(run, data)
         for rank, fd in list(run.stdin.items()):
             try:
                 os.write(fd, data)
@@ -227,36 +248,36 @@ class TaskManager:
 
     def _start_task(self, job: Job, launch, env: dict, rank: int, local: int, run: StepRun,
                     claims: Claims, cpus: set[int] | None = None):
+        cmd, stdout, stderr, slave = self._command(job, launch, rank, run, claims.uid)
         gate_r, gate_w = os.pipe()
         env = dict(env, GATE_FD=str(gate_r))
-        argv = list(launch.argv)
-        cwd = launch.cwd or "/"
-        out = self._path(launch.std_out, job, launch, rank) if launch.std_out else ""
-        err = self._path(launch.std_err, job, launch, rank) if launch.std_err else out
-        if out or err:
-            cmd = ["/bin/bash", "-c", SHIM_FILES, "shim", cwd, out, err, *argv]
-        else:
-            cmd = ["/bin/bash", "-c", SHIM, "shim", cwd, *argv]
         wants_stdin = _reads_stdin(launch, rank)
         try:
             # cwd="/": root enters no directory of the user's; the shim does, as the user
             proc = subprocess.Popen(
                 cmd, cwd="/", env=env, pass_fds=(gate_r,), start_new_session=True,
                 umask=submitter_umask(launch.env),
-                stdin=subprocess.PIPE if wants_stdin else subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL if out else subprocess.PIPE,
-                stderr=subprocess.DEVNULL if err else subprocess.PIPE,
+                stdin=subprocess.PIPE if wants_stdin else (
+                    subprocess.DEVNULL if slave is None else slave),
+                stdout=stdout, stderr=stderr,
                 **self.steps.identity_of(claims.uid, claims.gid, list(claims.groups)))
+        except BaseException:
+            self._close_pty(run)
+            raise
         finally:
             os.close(gate_r)
+            if slave is not None:  # the task holds it now; the agent keeps the master only
+                os.close(slave)
         try:
             self.steps.tracker.add(f"job_{job.job_id}", proc.pid, str(launch.step_id))
             if cpus:  # while it waits at the gate: all the task runs inherits the mask
                 os.sched_setaffinity(proc.pid, cpus)
+            rlimits.apply(proc.pid, launch.rlimits, log)  # srun's limits (PropagateResourceLimits)
             os.write(gate_w, b"go\n")
-        except OSError:
+        except (OSError, ValueError):  # ValueError: a malformed limit from srun
             proc.kill()
             proc.wait()
+            self._close_pty(run)
             raise
         finally:
             os.close(gate_w)
@@ -265,9 +286,36 @@ class TaskManager:
             proc.stdin.close()
         with run.lock:
             run.pidfds[rank] = os.pidfd_open(proc.pid)
-        threading.Thread(target=self._watch, args=(proc, rank, run, launch.unbuffered),
+        watch = self._watch_pty if launch.pty and rank == 0 else self._watch
+        threading.Thread(target=watch, args=(proc, rank, run, launch.unbuffered),
                          daemon=True).start()
         return proc
+
+    def _command(self, job: Job, launch, rank: int, run: StepRun, uid: int):
+        """(the task's command line, its stdout, its stderr, the pty slave or None): output
+        piped to srun, to files the shim opens as the user, or, for srun --pty's task 0, its
+        terminal."""
+        argv, cwd = list(launch.argv), launch.cwd or "/"
+        if launch.pty and rank == 0:
+            run.pty, slave, name = ptys.open_pty(uid, launch.winsize.rows, launch.winsize.cols)
+            return ["/bin/bash", "-c", SHIM_PTY, "shim", cwd, name, *argv], slave, slave, slave
+        if launch.pty:  # Slurm's --pty: the other tasks' output goes to /dev/null
+            out = err = "/dev/null"
+        else:
+            out = self._path(launch.std_out, job, launch, rank) if launch.std_out else ""
+            err = self._path(launch.std_err, job, launch, rank) if launch.std_err else out
+        if out or err:
+            return (["/bin/bash", "-c", SHIM_FILES, "shim", cwd, out, err, *argv],
+                    subprocess.DEVNULL if out else subprocess.PIPE,
+                    subprocess.DEVNULL if err else subprocess.PIPE, None)
+        return ["/bin/bash", "-c", SHIM, "shim", cwd, *argv], subprocess.PIPE, subprocess.PIPE, None
+
+    @staticmethod
+    def _close_pty(run: StepRun) -> None:
+        with run.lock:
+            if run.pty >= 0:
+                os.close(run.pty)
+                run.pty = -1
 
     def _path(self, pattern: str, job: Job, launch, rank: int) -> str:
         name = expand_pattern(pattern, job, self.node, step=str(launch.step_id), task=rank,
@@ -295,11 +343,49 @@ class TaskManager:
                     data = lines.feed(data)
                 if data:
                     out.put(agent_pb2.StepOutput(task_id=rank, stream=stream, data=data))
+        TaskManager._report_exit(proc, rank, run)
+
+    @staticmethod
+    def _report_exit(proc: subprocess.Popen, rank: int, run: StepRun) -> None:
         rc = proc.wait()
         with run.lock:
             os.close(run.pidfds.pop(rank))
         code, sig = (0, -rc) if rc < 0 else (rc, 0)
-        out.put(agent_pb2.StepOutput(task_id=rank, exited=True, exit_code=code, exit_signal=sig))
+        run.out.put(agent_pb2.StepOutput(task_id=rank, exited=True, exit_code=code,
+                                         exit_signal=sig))
+
+    def _watch_pty(self, proc: subprocess.Popen, rank: int, run: StepRun, _unbuffered=True) -> None:
+        """srun --pty's task 0: its terminal's output as read (a prompt has no newline) until
+        the task exits, then what it left in the terminal, then its exit. A background process
+        still holding the terminal does not hold the step: it dies with the step's cgroup."""
+        pidfd = os.pidfd_open(proc.pid)
+        sel = selectors.DefaultSelector()
+        sel.register(run.pty, selectors.EVENT_READ, "tty")
+        sel.register(pidfd, selectors.EVENT_READ, "exit")
+        try:
+            done = False
+            while not done:
+                for key, _ in sel.select():
+                    done = done or key.data == "exit" or not self._forward_pty(run, rank)
+            sel.close()
+            os.set_blocking(run.pty, False)
+            while self._forward_pty(run, rank):
+                pass
+        finally:
+            os.close(pidfd)
+            self._close_pty(run)
+        self._report_exit(proc, rank, run)
+
+    @staticmethod
+    def _forward_pty(run: StepRun, rank: int) -> bool:
+        """One read of the master to srun; False at its end (EIO: every slave is closed)."""
+        try:
+            data = os.read(run.pty, CHUNK)
+        except (BlockingIOError, OSError):
+            return False
+        if data:
+            run.out.put(agent_pb2.StepOutput(task_id=rank, stream=1, data=data))
+        return bool(data)
 
     # ---- job end --------------------------------------------------------------------------------
     def kill_job(self, job_id: int) -> None:

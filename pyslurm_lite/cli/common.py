@@ -38,9 +38,9 @@ def terminal_columns() -> int:
 # exit(1) from their own getopt loop.
 OPTION_ERROR_EXIT = {"sbatch": 255, "srun": 255, "salloc": 255}
 NO_TRY_HELP = frozenset({"sacct"})  # its getopt loop adds no 'Try "sacct --help"' line
-# Commands that print Slurm's "CLUSTER: name" line above their header when -M is given. They
-# get it from parse_args until their own code places it (after --long's date line, as Slurm).
-BANNER_AT_PARSE = frozenset({"squeue", "sinfo"})
+# -M's input variables: the command's own, else SLURM_CLUSTERS (the command line wins). sbatch's
+# and salloc's own (SBATCH_CLUSTERS, SALLOC_CLUSTERS) come in with their other variables.
+CLUSTERS_VARIABLES = {"squeue": "SQUEUE_CLUSTERS", "sinfo": "SINFO_CLUSTERS"}
 
 
 class SlurmArgParser(argparse.ArgumentParser):
@@ -57,13 +57,14 @@ class SlurmArgParser(argparse.ArgumentParser):
 
     def parse_known_args(self, args=None, namespace=None):
         self._add_slurm_options()
-        return super().parse_known_args(args, namespace)
-
-    def parse_args(self, args=None, namespace=None):
-        ns = super().parse_args(args, namespace)
-        if self.prog in BANNER_AT_PARSE:
-            sys.stdout.write("".join(line + "\n" for line in cluster_banner(ns)))
-        return ns
+        ns, rest = super().parse_known_args(args, namespace)
+        if getattr(ns, "clusters", None) is None and \
+                isinstance(self._option_string_actions.get("--clusters"), _ClustersAction):
+            names = os.environ.get(CLUSTERS_VARIABLES.get(self.prog, ""), "") or \
+                os.environ.get("SLURM_CLUSTERS", "")
+            if names:
+                ns.clusters = resolve_clusters(self.prog, names)
+        return ns, rest
 
     def format_help(self) -> str:
         from .usage import help_text

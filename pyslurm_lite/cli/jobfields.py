@@ -109,7 +109,7 @@ def _node_count(job) -> str:
 
 def _reason_or_nodes(job) -> str:
     if job.state == "PENDING" or not job.allocations:
-        return f"({job.reason})"
+        return f"({job.state_desc or job.reason})"  # e.g. ReqNodeNotAvail, UnavailableNodes:node2
     return collect(_nodes(job))
 
 
@@ -142,7 +142,7 @@ FIELDS = {
     "D": lambda j, now: _node_count(j),
     "C": lambda j, now: _cpus(j),
     "R": lambda j, now: _reason_or_nodes(j),
-    "r": lambda j, now: j.reason,
+    "r": lambda j, now: j.state_desc or j.reason,
     "N": lambda j, now: collect(_nodes(j)),
     "B": lambda j, now: j.allocations[0].node if j.allocations else "n/a",
     "b": lambda j, now: gres_text(j.spec),

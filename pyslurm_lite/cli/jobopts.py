@@ -146,28 +146,29 @@ def _add_implemented(p) -> None:
     a("--kill-on-invalid-dep")
     a("--reservation")
     a("-Q", "--quiet", action="store_true", default=None)
-    # --immediate[=secs]: sbatch and salloc give up when the job does not start at once; srun
-    # would have to pass it to allocate() itself
+    # --immediate[=secs]: sbatch, salloc and srun give up when the job does not start at once
+    # (srun inside an allocation: when its step cannot be created at once)
     p.add_argument("-I", "--immediate", nargs="?", const="", action=Unsupported,
-                   implemented_by={"sbatch", "salloc"})
+                   implemented_by={"sbatch", "salloc", "srun"})
 
 
 def _add_unsupported(p) -> None:
     """Slurm's options whose effect we do not have (no sockets, cores or threads in placement;
-    no mail, licenses, burst buffers, power or energy management, federation)."""
+    no mail, licenses, burst buffers, power or energy management, federation). -M/--clusters
+    is SlurmArgParser's: it names this cluster or 'all', else is refused."""
     for value in ("--mail-type", "--mail-user", "--wckey", "--hint", "--gres-flags",
                   ("-L", "--licenses"), "--mcs-label", "--tmp", "--cluster-constraint",
                   "--gpu-bind", "--time-min", "--threads-per-core", "--cores-per-socket",
                   "--sockets-per-node", "--ntasks-per-socket", "--ntasks-per-core",
                   ("-B", "--extra-node-info"), "--switches", "--delay-boot", "--power",
                   "--profile", "--acctg-freq", ("-S", "--core-spec"), "--thread-spec", "--bb",
-                  "--bbf", "--container", "--gpu-freq", "--deadline", "--priority",
-                  ("-M", "--clusters")):
+                  "--bbf", "--container", "--gpu-freq", "--deadline", "--priority"):
         unsupported(p, *((value,) if isinstance(value, str) else value))
     # -s: jobs here never share CPUs, as under Slurm's default OverSubscribe=NO partitions
     for value in ("--contiguous", "--spread-job", ("-k", "--no-kill"), ("-s", "--oversubscribe")):
         unsupported(p, *((value,) if isinstance(value, str) else value), flag=True)
-    unsupported(p, "--propagate", optional=True)
+    # sbatch and srun send the caller's limits (rlimits.py); salloc has no such option in Slurm
+    unsupported(p, "--propagate", optional=True, implemented_by={"sbatch", "srun"})
     unsupported(p, "--get-user-env", optional=True)
     # srun lays out its tasks by these (its step path); a batch job or an allocation only
     # passes them on to its steps in Slurm, which we do not

@@ -53,6 +53,8 @@ def build_parser() -> SlurmArgParser:
     a("-e", "--helpformat", action="store_true")
     a("-j", "--jobs", action="append")
     a("-L", "--allclusters", action="store_true")  # one cluster: the same as without it
+    # a filter on the database's cluster names, as Slurm's: a name it does not know lists nothing
+    a("-M", "--clusters", action="append")
     a("-l", "--long", action="store_true")
     a("-n", "--noheader", action="store_true")
     a("--name", action="append")
@@ -215,6 +217,15 @@ def lines_for(run_msg, ns, fields, steps_asked, now, cfg) -> list[str]:
     return out
 
 
+def _ours_asked(ns, ours: str) -> bool:
+    """-M/--clusters (else SACCT_CLUSTERS, else SLURM_CLUSTERS): does the list name this cluster
+    ('all' does)? Without any, sacct reports the local cluster."""
+    env = os.environ.get("SACCT_CLUSTERS") or os.environ.get("SLURM_CLUSTERS", "")
+    given = split_list(ns.clusters or [env])
+    names = {n.lower() for n in given}
+    return not names or "all" in names or ours.lower() in names
+
+
 def main_args(argv: list[str]) -> int:
     ns = build_parser().parse_args(argv)
     if ns.helpformat:
@@ -227,11 +238,13 @@ def main_args(argv: list[str]) -> int:
     start, end = time_window(ns, time.time(), by_job, bool(states))
     from ..client import Client
     client = Client()
-    runs, now = client.job_history(
-        job_ids=ids, array_tasks=tasks, users=default_users(ns), accounts=split_list(ns.accounts),
-        partitions=split_list(ns.partition), names=split_list(ns.name), states=states,
-        start=start, end=end, duplicates=ns.duplicates, any_eligibility=by_job)
     out = [] if ns.noheader else header_lines(fields, ns)
+    runs, now = [], time.time()
+    if _ours_asked(ns, client.cfg.cluster_name):
+        runs, now = client.job_history(
+            job_ids=ids, array_tasks=tasks, users=default_users(ns), accounts=split_list(ns.accounts),
+            partitions=split_list(ns.partition), names=split_list(ns.name), states=states,
+            start=start, end=end, duplicates=ns.duplicates, any_eligibility=by_job)
     for r in runs:
         out += lines_for(r, ns, fields, steps_asked, now, client.cfg)
     sys.stdout.write("".join(line + "\n" for line in out))

@@ -13,6 +13,7 @@ import re
 import shlex
 import sys
 
+from .. import rlimits
 from ..errors import InvalidRequest
 from ..model import GresRequest, JobSpec
 from .common import SlurmArgParser, fail, run
@@ -179,6 +180,8 @@ def spec_from_args(ns, script: str, cwd: str) -> JobSpec:
     # decides whether it is applied; the variable is always set).
     spec.environment.setdefault("SLURM_PRIO_PROCESS", str(os.getpriority(os.PRIO_PROCESS, 0)))
     spec.uid, spec.gid, spec.groups = os.getuid(), os.getgid(), os.getgroups()
+    # PropagateResourceLimits / --propagate: the caller's limits go with the job
+    spec.rlimits = rlimits.for_command(getattr(ns, "propagate", None))
     return spec
 
 
@@ -352,10 +355,11 @@ def main_args(argv: list[str]) -> int:
         msg = "\n".join(lines[:-1] + [f"Batch job submission failed: {lines[-1]}"]) \
             if not lines[-1].startswith("Batch job") else e.message
         fail(PROG, msg, getattr(e, "exit_code", 1))
+    on = ns.clusters[0] if getattr(ns, "clusters", None) else ""  # -M: Slurm names the cluster
     if ns.parsable:
-        print(job_id, flush=True)
+        print(f"{job_id};{on}" if on else job_id, flush=True)
     elif not ns.quiet:
-        print(f"Submitted batch job {job_id}", flush=True)
+        print(f"Submitted batch job {job_id}" + (f" on cluster {on}" if on else ""), flush=True)
     return wait_for(job_id) if ns.wait else 0
 
 

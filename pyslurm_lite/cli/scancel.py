@@ -19,8 +19,9 @@ def parse_signal(name: str) -> int:
 
 
 def main_args(argv: list[str]) -> int:
-    p = SlurmArgParser(prog=PROG)
+    p = SlurmArgParser(prog=PROG, add_help=False)  # Slurm's scancel has --help but no -h
     a = p.add_argument
+    a("--help", action="help")
     a("job_ids", nargs="*")
     a("-u", "--user", action="append")
     a("--me", action="store_true")

@@ -15,7 +15,7 @@ import sys
 
 from ..arrays import fold
 from .common import SlurmArgParser, fail, run
-from .nodefields import gpu_total, node_record, tres_text
+from .nodefields import gpu_total, gres_used_text, node_record, tres_text
 
 PROG = "scontrol"
 JOB_ACTIONS = ("hold", "uhold", "release", "requeue", "requeuehold")
@@ -118,6 +118,13 @@ def job_record(msg, now: float, cfg, detail: bool = False) -> list[str]:
             + _job_file_lines(msg, spec))
 
 
+def _reason(job) -> str:
+    """Slurm prints the spelled-out reason (state_desc) with its blanks as underscores, so the
+    line stays KEY=VALUE pairs: Reason=ReqNodeNotAvail,_UnavailableNodes:node2."""
+    text = job.state_desc or getattr(job.reason, "value", job.reason) or "None"
+    return text.replace(" ", "_")
+
+
 def _job_state_lines(job, spec, now: float, detail: bool) -> list[str]:
     from ..units import format_limit_hms
     run_t, start_t, end_t = _job_times(job, now)
@@ -127,7 +134,7 @@ def _job_state_lines(job, spec, now: float, detail: bool) -> list[str]:
         "MCS_label=N/A",
         f"Priority={0 if job.held else job.priority} Nice={spec.nice} "
         f"Account={spec.account or '(null)'} QOS={spec.qos or 'normal'}",
-        f"JobState={job.state} Reason={job.reason or 'None'} "
+        f"JobState={job.state} Reason={_reason(job)} "
         f"Dependency={job.spec.dependency or '(null)'}",
         f"Requeue={int(spec.requeue)} Restarts={job.restart_count} BatchFlag={int(spec.batch)} "
         f"Reboot=0 ExitCode={job.exit_code}:{job.exit_signal}",
@@ -237,8 +244,18 @@ def show_node(client, ns, arg: str | None) -> int:
         return 0
     parts, _ = client.partitions()
     member = {n.config.name: [p.name for p in parts if n.config.name in p.nodes] for n in nodes}
-    emit([node_record(n, now, client.cfg, member[n.config.name]) for n in nodes], ns.oneliner)
+    records = [node_record(n, now, client.cfg, member[n.config.name]) for n in nodes]
+    if ns.details:
+        records = [_with_gres_detail(lines, n) for lines, n in zip(records, nodes)]
+    emit(records, ns.oneliner)
     return 0
+
+
+def _with_gres_detail(lines: list[str], node) -> list[str]:
+    """-d: Slurm's GresDrain= and GresUsed= lines right below Gres= (no GPU here is ever held
+    back from jobs on its own, so GresDrain is always N/A)."""
+    at = next((i + 1 for i, line in enumerate(lines) if line.startswith("Gres=")), len(lines))
+    return lines[:at] + ["GresDrain=N/A", f"GresUsed={gres_used_text(node)}"] + lines[at:]
 
 
 def partition_record(part, nodes_by_name) -> list[str]:
@@ -441,7 +458,7 @@ def main_args(argv: list[str]) -> int:
     ns = p.parse_intermixed_args(argv)
     if not ns.command:
         fail(PROG, "a command is required: show, update, hold, uhold, release, requeue, "
-                   "requeuehold, create, delete, ping")
+                   "requeuehold, create, delete, ping, version")
     from ..client import Client
     cmd = ns.command.lower()
     if cmd == "show":
@@ -452,6 +469,10 @@ def main_args(argv: list[str]) -> int:
         return job_action(Client(), cmd, ns.args)
     if cmd == "ping":
         return ping(Client(timeout=5.0))
+    if cmd == "version":  # the client's version, asking nothing of the controller (as Slurm's)
+        from .usage import VERSION_LINE
+        sys.stdout.write(VERSION_LINE)
+        return 0
     if cmd in ("create", "delete"):
         from . import reservation
         if cmd == "create" and (not ns.args or ns.args[0].lower() not in ("reservation", "res")):

@@ -15,7 +15,7 @@ import sys
 import time
 
 from . import fmt, nodefields as nf, sinfo_opts
-from .common import SlurmArgParser, fail, run, split_list, write_lines
+from .common import SlurmArgParser, cluster_banner, fail, run, split_list, write_lines
 
 PROG = "sinfo"
 FORMATS = {
@@ -223,6 +223,7 @@ def report(ns, form: str, client) -> list[str]:
     out = []
     if (ns.long or ns.iterate or ns.verbose) and not ns.noheader:  # as Slurm's print_date()
         out.append(time.strftime("%a %b %d %H:%M:%S %Y"))
+    out += cluster_banner(ns)  # -M: below the date, every pass (Slurm's _multi_cluster)
     if not ns.noheader:
         out.append(fmt.render(tokens, sinfo_opts.HEADERS))
     for row in rows:

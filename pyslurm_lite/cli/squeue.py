@@ -8,7 +8,7 @@ import sys
 import time
 
 from . import fmt
-from .common import SlurmArgParser, fail, run, split_list, write_lines
+from .common import SlurmArgParser, cluster_banner, fail, run, split_list, write_lines
 from .jobfields import COMPACT, FIELDS, HEADERS, _blank, fold_pending_tasks
 
 PROG = "squeue"
@@ -82,6 +82,7 @@ def main_args(argv: list[str]) -> int:
     while True:
         if not ns.noheader and (period or ns.long):
             sys.stdout.write(time.strftime("%a %b %d %H:%M:%S %Y\n"))
+        write_lines(cluster_banner(ns))  # -M: below the date, every pass (Slurm's _multi_cluster)
         code = _list_once(ns, view)
         if not period:
             return code

@@ -11,21 +11,21 @@ from __future__ import annotations
 
 import os
 import queue
-import re
 import signal
 import sys
 import threading
 import time
 
+from .. import rlimits
 from .common import SlurmArgParser, run
-from .jobopts import unsupported
+from .jobopts import JobArgParser, unsupported
 from .sbatch import add_job_options, export_environment, with_umask
 
 PROG = "srun"
 RETRY = 0.5  # seconds between tries to create a step on busy nodes
 _STOP = object()
 # srun's own options accepted as Slurm's srun does, without an effect here: each use says so.
-UNSUPPORTED = ("--mpi", "--pty", "--accel-bind", "--mem-bind", "--cpu-freq", "--network")
+UNSUPPORTED = ("--mpi", "--accel-bind", "--mem-bind", "--cpu-freq", "--network")
 # srun's input variables (Slurm's names): each stands for its option when that is not given.
 INPUT_ENV = {"SLURM_LABELIO": "label", "SLURM_UNBUFFEREDIO": "unbuffered",
              "SLURM_STDOUTMODE": "output", "SLURM_STDERRMODE": "error",
@@ -36,13 +36,15 @@ _FLAGS = ("label", "unbuffered", "overlap", "exact")
 
 
 def build_parser() -> SlurmArgParser:
-    p = SlurmArgParser(prog=PROG, add_help=True)
+    # optional values only attached, as getopt: `srun --exclusive hostname` runs hostname
+    p = JobArgParser(prog=PROG, add_help=True)
     add_job_options(p)
     a = p.add_argument
     a("-l", "--label", action="store_true", default=None)
     a("-u", "--unbuffered", action="store_true", default=None)
     a("--overlap", action="store_true", default=None)
     a("--exact", action="store_true", default=None)
+    a("--pty", action="store_true", default=None)  # task 0 on a terminal (cli/terminal.py)
     a("--jobid", type=int)
     a("-K", "--kill-on-bad-exit", nargs="?", const="1")
     a("-v", "--verbose", action="count")
@@ -51,6 +53,8 @@ def build_parser() -> SlurmArgParser:
         a("-m", dest="distribution")
     for ignored in UNSUPPORTED:  # each use warns (jobopts.Unsupported)
         unsupported(p, ignored, optional=True)
+    for ignored in ("--task-prolog", "--task-epilog"):  # not run here yet: each use warns
+        unsupported(p, ignored)
     a("command", nargs="?")
     a("args", nargs="...")
     return p
@@ -178,6 +182,14 @@ class StepSession:
         if source is not None or (sys.stdin is not None and not sys.stdin.closed):
             threading.Thread(target=pump, daemon=True).start()
 
+    def resize(self, rows: int, cols: int) -> None:
+        """srun --pty: task 0's terminal takes our new size."""
+        from .._proto import agent_pb2
+        msg = agent_pb2.StepInput(winsize=agent_pb2.Winsize(rows=rows, cols=cols))
+        for n in self.reply.nodes:
+            if 0 in n.task_ids:
+                self.queues[n.name].put(msg)
+
     def signal(self, signo: int) -> None:
         from .._proto import agent_pb2
         for q in self.queues.values():
@@ -229,9 +241,13 @@ def _launch_base(ns, reply, cfg, inside: bool):
         step_tasks_per_node=[len(n.task_ids) for n in reply.nodes],
         std_out=_io_path(ns.output), std_err=_io_path(ns.error),
         cpus_per_task=step.cpus_per_task if step else (ns.cpus_per_task or 1),
-        unbuffered=bool(ns.unbuffered), cpu_bind=ns.cpu_bind or "",
+        unbuffered=bool(ns.unbuffered or ns.pty), cpu_bind=ns.cpu_bind or "",
         distribution=ns.distribution or "", stdin_mode=_stdin_mode(ns.input),
-        gpus_per_task=_gpus_per_task(ns), srun_host=_own_address(cfg))
+        gpus_per_task=_gpus_per_task(ns), srun_host=_own_address(cfg),
+        rlimits=rlimits.for_command(ns.propagate), pty=bool(ns.pty))
+    if ns.pty:
+        from .terminal import window_size
+        base.winsize.rows, base.winsize.cols = window_size()
     base.job.CopyFrom(reply.job)
     return base
 
@@ -265,10 +281,11 @@ def _own_address(cfg) -> str:
         return "127.0.0.1"
 
 
-def create_step(client, job_id: int, ns):
-    """CreateStep, retrying while the nodes are busy with other exclusive steps."""
+def create_step(client, job_id: int, ns, inside: bool = True):
+    """CreateStep, retrying while other steps hold what it needs (srun -I: for a while only)."""
     from .._proto import controller_pb2 as pb
-    from ..errors import StaleState
+    from ..errors import StaleState, Unsatisfiable
+    from .allocation import IMMEDIATE_FLOOR, immediate_seconds
     from .sbatch import parse_nodes
     req = pb.CreateStepRequest(
         job_id=job_id, name=os.path.basename(ns.command), num_tasks=ns.ntasks or 0,
@@ -276,22 +293,61 @@ def create_step(client, job_id: int, ns):
         cpus_per_task=ns.cpus_per_task or 0,
         exclusive=bool(ns.exclusive or ns.exact) and not ns.overlap,
         overlap=bool(ns.overlap), nodelist=ns.nodelist or "",
-        distribution=ns.distribution or "", task_nodes=_task_nodes(ns))
+        distribution=ns.distribution or "", task_nodes=_task_nodes(ns),
+        overcommit=bool(ns.overcommit), **(step_resources(ns) if inside else {}))
+    give_up = None if ns.immediate is None or not inside else \
+        time.monotonic() + max(immediate_seconds(ns.immediate), IMMEDIATE_FLOOR)
     said = False
     while True:
         try:
-            return client._call("CreateStep", req)
+            reply = client._call("CreateStep", req)
+        except Unsatisfiable as e:
+            raise Unsatisfiable(f"Unable to create step for job {job_id}: {e.message}") from None
         except StaleState as e:
+            if give_up is not None and time.monotonic() >= give_up:
+                raise Unsatisfiable(f"Unable to create step for job {job_id}: {e.message}") from None
             if not said:
                 sys.stderr.write(f"srun: Job {job_id} step creation temporarily disabled, "
                                  f"retrying ({e.message})\n")
                 said = True
             time.sleep(RETRY)
+            continue
+        if said:
+            sys.stderr.write(f"srun: Step created for StepId={job_id}.{reply.step_id}\n")
+        return reply
+
+
+def step_resources(ns) -> dict:
+    """What a step inside an allocation asks of it besides CPUs (CreateStepRequest's fields):
+    --mem / --mem-per-cpu in MiB, GPUs by --gres=gpu:N, --gpus, --gpus-per-node,
+    --gpus-per-task. A GPU type is the job's to choose: a step counts GPUs only."""
+    from ..units import parse_memory
+    from .sbatch import parse_gpus, parse_gres
+    out = {}
+    if ns.mem:
+        out["mem_per_node"] = parse_memory(ns.mem)  # 0: all of the job's memory, as none
+    if ns.mem_per_cpu:
+        out["mem_per_cpu"] = parse_memory(ns.mem_per_cpu)
+    if ns.gres:
+        gpus = None if _gres_none(ns.gres) else \
+            sum(g.count for g in parse_gres(ns.gres) if g.name == "gpu")
+        out["gpus_none"] = not gpus
+        out["gpus_per_node"] = gpus or 0
+    for dest in ("gpus", "gpus_per_node", "gpus_per_task"):
+        if getattr(ns, dest, None):
+            out[dest] = parse_gpus(getattr(ns, dest), "--" + dest.replace("_", "-"))[1]
+            out["gpus_none"] = not out[dest]
+    return {k: v for k, v in out.items() if v}
+
+
+def _gres_none(values) -> bool:
+    """--gres=none: a step without the job's GPUs (as gpu:0)."""
+    return [v.lower() for v in values or []] == ["none"]
 
 
 def main_args(argv: list[str]) -> int:
     parser = build_parser()
-    ns = parser.parse_args(_attach_kill_value(argv, parser))
+    ns = parser.parse_args(argv)
     if not ns.command:
         from ..errors import InvalidRequest
         raise InvalidRequest("No command given to execute.")
@@ -307,7 +363,7 @@ def main_args(argv: list[str]) -> int:
     if owned:
         ns.script, ns.script_args, ns.name = None, [], ns.name or os.path.basename(ns.command)
         spec = spec_from_args(ns, "", os.getcwd())
-        job_id = allocate(client, spec, PROG, quiet=bool(ns.quiet)).job_id
+        job_id = allocate(client, spec, PROG, quiet=bool(ns.quiet), immediate=ns.immediate).job_id
     code = 1
     try:
         code = run_step(client, job_id, ns, inside=not owned)
@@ -320,7 +376,7 @@ def main_args(argv: list[str]) -> int:
 
 def run_step(client, job_id: int, ns, inside: bool = True) -> int:
     from .._proto import controller_pb2 as pb
-    reply = create_step(client, job_id, ns)
+    reply = create_step(client, job_id, ns, inside)
     width = len(str(max(sum(len(n.task_ids) for n in reply.nodes) - 1, 0)))
     session = StepSession(reply, _launch_base(ns, reply, client.cfg, inside),
                           Output(bool(ns.label), width), client.cfg)
@@ -329,9 +385,10 @@ def run_step(client, job_id: int, ns, inside: bool = True) -> int:
     if ns.verbose:
         _say_launch(reply, job_id)
     _install_signals(session, job_id, reply.step_id)
-    session.start()
-    _start_stdin(session, ns)
-    session.wait()
+    with _terminal(session, ns):
+        session.start()
+        _start_stdin(session, ns)
+        session.wait()
     if session.lost:
         _await_node_failure(client, job_id, reply.job.restart_count, session.lost)
     ntasks = sum(len(n.task_ids) for n in reply.nodes)
@@ -346,6 +403,16 @@ def run_step(client, job_id: int, ns, inside: bool = True) -> int:
     except Exception as e:  # the job may be gone (cancelled): the step ended with it
         getattr(e, "message", None)
     return code
+
+
+def _terminal(session: StepSession, ns):
+    """srun --pty: our terminal in raw mode while the step runs, its resizes passed on."""
+    import contextlib
+    if not ns.pty:
+        return contextlib.nullcontext()
+    from .terminal import RawTerminal, on_resize
+    on_resize(session.resize)
+    return RawTerminal(sys.stdin.fileno())
 
 
 def _start_stdin(session: StepSession, ns) -> None:
@@ -388,31 +455,6 @@ def _ranges(ids: list[int]) -> str:
     return f"[{cpulist(ids)}]"
 
 
-_KILL = re.compile(r"-K([01]?)|--kill-on-bad-exit(?:=([01]))?")
-
-
-def _attach_kill_value(argv: list[str], parser) -> list[str]:
-    """-K takes its value only attached (-K0, --kill-on-bad-exit=1), as getopt's optional
-    arguments do: `srun -K bash` runs bash. Rewritten to the attached long form, up to the
-    command."""
-    out, i = [], 0
-    while i < len(argv) and argv[i].startswith("-") and argv[i] not in ("-", "--"):
-        token = argv[i]
-        i += 1
-        if m := _KILL.fullmatch(token):
-            out.append(f"--kill-on-bad-exit={m.group(1) or m.group(2) or '1'}")
-            continue
-        out.append(token)
-        name = token.split("=", 1)[0]
-        action = parser._option_string_actions.get(name) or next(
-            (a for k, a in parser._option_string_actions.items()
-             if name.startswith("--") and k.startswith(name)), None)
-        if "=" not in token and action is not None and action.nargs is None and i < len(argv):
-            out.append(argv[i])  # the option's value
-            i += 1
-    return out + argv[i:]
-
-
 def apply_input_env(ns, environ) -> None:
     """SLURM_LABELIO, SLURM_DISTRIBUTION ...: each stands for its option when that is unset."""
     for var, dest in INPUT_ENV.items():
@@ -422,18 +464,20 @@ def apply_input_env(ns, environ) -> None:
         setattr(ns, dest, value not in ("", "0") if dest in _FLAGS else value)
 
 
-# Step resources inside an allocation: the step runs with the job's share on each node.
-STEP_RESOURCES = (("mem", "--mem"), ("mem_per_cpu", "--mem-per-cpu"), ("gres", "--gres"),
-                  ("gpus", "--gpus"), ("gpus_per_node", "--gpus-per-node"))
-
-
 def check_options(ns, inside: bool = False) -> list[str]:
     """Refuse what cannot work before allocating; name what is accepted without effect."""
     from ..agent import binding
     from ..layout import parse_distribution
-    notes = [f"srun: warning: {flag} for a step inside an allocation is not supported here and "
-             f"is ignored (the step uses the job's memory and GPUs on its nodes)"
-             for dest, flag in STEP_RESOURCES if inside and getattr(ns, dest, None)]
+    rlimits.for_command(ns.propagate)  # a bad --propagate is refused before allocating
+    if ns.pty and (ns.input or ns.output or ns.error):
+        from ..errors import InvalidRequest
+        raise InvalidRequest("--error/--input/--output are incompatible with --pty")
+    notes = []
+    if ns.immediate is not None:
+        from .allocation import immediate_seconds
+        immediate_seconds(ns.immediate)  # a bad -I value is refused before allocating
+    if inside:
+        step_resources(ns)  # a bad --mem or --gres for a step: refused before anything runs
     if ns.cpu_bind:
         kind = binding.parse(ns.cpu_bind).kind
         if kind in binding.APPROXIMATED:

@@ -22,11 +22,12 @@ from __future__ import annotations
 
 import re
 
+from ..version import SLURM_VERSION  # the agents report it too
+
 # What `-V` prints: Slurm's exact line. Clients parse it strictly: OSG's Gratia probe does
 # `name, version = output.split()`, clusterscope does int() on each dotted part, law matches
 # r"^slurm (\d+)\.(\d+)\.(\d+)", some do r"^slurm (\d+\.\d+\.\d+)$". Any suffix naming
 # pyslurm-lite would break the first two, so our own version is `pyslurm-lite --version`'s.
-SLURM_VERSION = "22.05.8"  # the reference cluster's (shared/slurm-reference, Version=22.05.8)
 VERSION_LINE = f"slurm {SLURM_VERSION}\n"
 
 HELP_INDENT_MAX = 11  # an option line starts within 11 columns (sshare: 10); deeper ones continue

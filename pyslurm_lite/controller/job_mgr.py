@@ -12,6 +12,7 @@ import logging
 import signal as _signal
 from dataclasses import dataclass, field
 
+from ..config import collect
 from ..errors import InvalidRequest, NotFound, PermissionDenied, StaleState, Unsatisfiable
 from ..model import Job, JobSpec, JobState, NodeAllocation, Reason
 from ..sched import Plan
@@ -387,9 +388,10 @@ class JobManager:
                     started.append(job)  # saved below with the starts
                     continue
                 expected = plan.reservations.get(jid, 0.0)
+                desc = _state_desc(reason, plan.unavailable.get(jid, ()))
                 if job is not None and job.state == JobState.PENDING and \
-                        (job.reason != reason or job.expected_start != expected):
-                    job.reason, job.expected_start = reason, expected
+                        (job.reason, job.expected_start, job.state_desc) != (reason, expected, desc):
+                    job.reason, job.expected_start, job.state_desc = reason, expected, desc
                     self.s.touch_listing(job)
             effects.signals += self._preempt(plan.preemptions, now)
             for start in plan.starts:
@@ -466,7 +468,7 @@ class JobManager:
             job.spec = spec_for_nodes(job.spec, len(allocations))
         job.allocations = allocations
         job.batch_host = allocations[0].node
-        job.state, job.reason = JobState.RUNNING, Reason.NONE
+        job.state, job.reason, job.state_desc = JobState.RUNNING, Reason.NONE, ""
         job.start_time, job.end_time = now, 0.0
         job.master_port = self._free_master_port(job)
         self.s.hold_allocations(job)
@@ -617,6 +619,13 @@ def _unnamed(ids: list[int], tasks: set[tuple[int, int]], found: list[Job]) -> l
 
 _ACTION_RULE = {"hold": "hold", "uhold": "hold", "release": "release", "requeue": "requeue",
                 "requeuehold": "requeue"}
+
+
+def _state_desc(reason: Reason, unavailable: tuple[str, ...]) -> str:
+    """Slurm's state_desc for a pending job: the -w nodes that are down or drained."""
+    if reason == Reason.REQ_NODE_NOT_AVAIL and unavailable:
+        return f"{reason.value}, UnavailableNodes:{collect(unavailable)}"
+    return ""
 
 
 def _final_state(exit_code: int, exit_signal: int, oom: bool, message: str) -> tuple[JobState, Reason]:

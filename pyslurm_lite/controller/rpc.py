@@ -23,7 +23,7 @@ from .job_mgr import Caller, Ending, JobFilter, JobManager
 from .node_mgr import NodeManager
 from .resv_mgr import ReservationManager
 from .state import ClusterState
-from .step_mgr import StepManager
+from .step_mgr import StepManager, StepResources
 
 
 def _filter(msg) -> JobFilter:
@@ -225,7 +225,8 @@ class ControllerServicer(controller_pb2_grpc.ControllerServicer):
         step, job, credential = self.steps.create(
             request.job_id, self._caller(), request.name, request.num_nodes, request.num_tasks,
             request.ntasks_per_node, request.cpus_per_task, request.exclusive, request.nodelist,
-            request.distribution, list(request.task_nodes))
+            request.distribution, list(request.task_nodes),
+            resources=wire.from_msg(request, StepResources))
         reply = pb.CreateStepReply(step_id=step.step_id, credential=credential,
                                    job=self._job_msg(job))
         for k, name in enumerate(step.nodes):

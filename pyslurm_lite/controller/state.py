@@ -235,7 +235,10 @@ class ClusterState:
         return RunningView(j.job_id, tuple(j.allocations), end, start=j.start_time,
                            partition=j.partition, user=j.spec.user, qos=j.spec.qos or "normal",
                            priority=j.priority, requeue=j.spec.requeue,
-                           preempting=bool(j.preempt_time), exclusive_user=j.spec.exclusive_user)
+                           # a requeued victim still completing is on its way out too: its
+                           # preemptor must not take a second victim while it goes
+                           preempting=bool(j.preempt_time) or j.job_id in self.completing,
+                           exclusive_user=j.spec.exclusive_user)
 
     def unmet_dependencies(self) -> dict[int, str]:
         """Pending jobs whose --dependency does not hold yet ("wait") or never will ("never")."""

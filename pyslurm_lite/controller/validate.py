@@ -18,7 +18,7 @@ from collections import Counter
 from .. import arrays
 from ..config import Config, expand
 from ..errors import ConfigError, InvalidRequest, NotFound, PermissionDenied, Unsatisfiable
-from ..model import UNLIMITED, JobSpec, NodeConfig, Partition, constraint_met, parse_constraint
+from ..model import UNLIMITED, JobSpec, NodeConfig, Partition, Qos, constraint_met, parse_constraint
 
 NODE_CONFIG_UNAVAILABLE = "Requested node configuration is not available"
 # slurm_errno.c's texts
@@ -74,7 +74,10 @@ def resolve_partition(cfg: Config, spec: JobSpec) -> Partition:
     return part
 
 
-def effective_time_limit(spec: JobSpec, part: Partition) -> int:
+def effective_time_limit(spec: JobSpec, part: Partition, qos: Qos | None = None) -> int:
+    """Minutes (UNLIMITED: none). Without --time: the partition's DefaultTime, else its MaxTime,
+    capped by the QOS's MaxWall as Slurm's acct_policy does (a job that gave a longer --time
+    itself waits with QOSMaxWallDurationPerJobLimit instead)."""
     limit = spec.time_limit if spec.time_limit else part.default_time
     if limit in (0, None):
         limit = UNLIMITED
@@ -82,6 +85,9 @@ def effective_time_limit(spec: JobSpec, part: Partition) -> int:
         if spec.time_limit:
             raise InvalidRequest("Requested time limit is invalid (missing or exceeds some limit)")
         limit = part.max_time
+    wall = qos.max_wall if qos is not None else UNLIMITED
+    if not spec.time_limit and wall != UNLIMITED and (limit == UNLIMITED or limit > wall):
+        limit = wall
     return limit
 
 
@@ -137,7 +143,7 @@ def validate_spec(cfg: Config, spec: JobSpec, reservations: dict | None = None,
     check_limits(cfg, spec, operator)
     part = resolve_partition(cfg, spec)
     check_access(cfg, spec, part, reservations or {}, operator)
-    limit = effective_time_limit(spec, part)
+    limit = effective_time_limit(spec, part, cfg.qos.get(spec.qos or "normal"))
     nodes = [cfg.nodes[n] for n in part.nodes]
     if spec.exclude:
         excluded = set(_hostlist(spec.exclude))

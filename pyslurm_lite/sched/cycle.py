@@ -12,7 +12,9 @@ Pipeline, wired here and nowhere else:
                 beside another user's job when either asked --exclusive=user; -N min-max takes
                 the most nodes that fit now (its wider views), else waits for min;
   4. preempt  — a job that does not fit may push out lower jobs (preempt.py); it then waits for
-                them to go, with Reason=Resources;
+                them to go, with Reason=Resources. Every job that could preempt is tried, in
+                order, also behind a blocked job of its partition (within bf_max_job_test), and
+                with preemption on, a job sorts ahead of the pending jobs it could preempt;
   5. reserve  — the first job that does not fit blocks its partition and, with backfill, gets a
                 reservation at its earliest start (backfill.py; conservative: every job does);
   6. backfill — a lower job of a blocked partition starts only if step 3 finds room without
@@ -28,7 +30,7 @@ from dataclasses import dataclass
 from ..model import UNLIMITED, Reason
 from .backfill import Backfill
 from .dependency import NEVER
-from .preempt import victims
+from .preempt import could_preempt, preemptors_first, victims
 from .profile import Timeline
 from .select import FreeNode, capable
 from .snapshot import JobView, Plan, Snapshot, Start
@@ -48,8 +50,11 @@ class SchedConfig:
 def schedule(snapshot: Snapshot, now: float, config: SchedConfig = SchedConfig()) -> Plan:
     p = _Pass(snapshot, now, config)
     tiers = {name: part.priority_tier for name, part in snapshot.partitions.items()}
-    for job in sorted(snapshot.jobs, key=lambda j: (-tiers.get(j.partition, 0), -j.priority,
-                                                   j.submit_time, j.job_id)):
+    queue = sorted(snapshot.jobs, key=lambda j: (-tiers.get(j.partition, 0), -j.priority,
+                                                 j.submit_time, j.job_id))
+    if config.preempt_type == "preempt/qos" and config.preempt_mode != "OFF":
+        queue = preemptors_first(queue, snapshot.qos)
+    for job in queue:
         reason = p.filter_reason(job)
         if reason is None:
             reason = p.try_start(job)
@@ -137,8 +142,10 @@ class _Pass:
         order = self._order(job)
         blocked = job.partition in self.blocked
         testing = blocked or self.backfill.booked > 0  # a start now could delay a reservation
-        if job.partition in self.frozen or (blocked and not self.config.backfill):
-            return Reason.PRIORITY
+        if job.partition in self.frozen:
+            return self._preempt_behind(job, order)
+        if blocked and not self.config.backfill:
+            return Reason.PRIORITY  # sched/builtin stops at the first blocked job of a partition
         if testing:
             if self.backfill.exhausted():
                 return Reason.PRIORITY  # past bf_max_job_test
@@ -154,9 +161,12 @@ class _Pass:
                 self.plan.backfilled += testing
                 return None
         if blocked and not self.config.conservative:
-            return Reason.PRIORITY
+            return self._preempt_behind(job, order, counted=True)
         usable = usable or self._usable(job)
-        reason = Reason.PRIORITY if blocked else self._why_not(job, order, usable)
+        if blocked:
+            reason = self._preempt_behind(job, order, counted=True)
+        else:
+            reason = self._why_not(job, order, usable)
         if not blocked:
             self._preempt_for(job, order)
             self.blocked.add(job.partition)
@@ -252,16 +262,33 @@ class _Pass:
         self.user_jobs[key] = self.user_jobs.get(key, 0) + 1
         self.user_gpus[key] = self.user_gpus.get(key, 0) + sum(len(a.gpus) for a in allocations)
 
-    def _preempt_for(self, job: JobView, order: list[str]) -> None:
+    def _preempt_behind(self, job: JobView, order: list[str], counted: bool = False) -> Reason:
+        """A job behind a blocked one of its partition still preempts when it may (Slurm tries
+        each pending job that could); it then waits for its victims (Resources), else for the
+        jobs ahead (Priority). `counted`: already counted against bf_max_job_test."""
+        c = self.config
+        if c.preempt_type == "preempt/none" or c.preempt_mode == "OFF" or \
+                not could_preempt(job, self.s, c.preempt_type):
+            return Reason.PRIORITY
+        if not counted:
+            if self.backfill.exhausted():
+                return Reason.PRIORITY
+            self.backfill.tested += 1
+        return Reason.PRIORITY if self._preempt_for(job, order) is None else Reason.RESOURCES
+
+    def _preempt_for(self, job: JobView, order: list[str]):
+        """The preemptions made for `job` (empty when those already under way free enough), or
+        None when preempting cannot make room for it."""
         c = self.config
         if c.preempt_type == "preempt/none":
-            return
+            return None
         candidates = [self.free[n] for n in order]
         found = victims(job, candidates, self.s, self.now, c.preempt_type, c.preempt_mode,
                         c.preempt_exempt_time, self.preempted)
         for p in found or ():
             self.preempted.add(p.job_id)
             self.plan.preemptions.append(p)
+        return found
 
     def _why_not(self, job: JobView, order: list[str], usable) -> Reason:
         """Resources when enough capable nodes are up but busy; ReqNodeNotAvail when too few are

@@ -10,6 +10,10 @@ CPUs cannot start; victims are taken youngest first, so B alone is preempted (fr
 enough). With PreemptExemptTime=5:00, B (1 min old) is exempt and A is taken instead.
 A victim already being preempted counts as freed first, so a repeated pass adds no one.
 
+Queue order (Slurm's sort_job_queue2): with preemption on, a pending job goes ahead of the
+pending jobs it could preempt, whatever their priority, so under priority/basic a high job
+submitted after a normal one is tried first and gets what its victims free.
+
 The mode (REQUEUE or CANCEL) and the grace time come from the victim's QOS (preempt/qos) or
 partition (preempt/partition_prio), else the cluster's PreemptMode. Pure: no I/O, no clock.
 """
@@ -28,6 +32,36 @@ def _may_preempt(job: JobView, run: RunningView, snapshot: Snapshot, kind: str) 
         qos = snapshot.qos.get(job.qos)
         return qos is not None and run.qos in qos.preempt
     return False
+
+
+def could_preempt(job: JobView, snapshot: Snapshot, kind: str) -> bool:
+    """Some running job is of a kind `job` may preempt: worth trying preemption for it."""
+    return any(_may_preempt(job, r, snapshot, kind) for r in snapshot.running)
+
+
+def preemptors_first(jobs: list[JobView], qos: dict) -> list[JobView]:
+    """`jobs` (in priority order) with each job moved ahead of the first pending job whose QOS
+    its own QOS preempts (preempt/qos); jobs of QOSes that preempt each other keep their order.
+    Per QOS, the place of its first job in the output is kept, so this stays cheap for long
+    queues (the number of QOSes is small)."""
+    out: list[JobView] = []
+    first: dict[str, int] = {}  # QOS -> index of its first job in `out`
+
+    def preempts(a: str, b: str) -> bool:
+        q = qos.get(a)
+        return q is not None and b in q.preempt
+
+    for job in jobs:
+        ahead = [i for name, i in first.items() if preempts(job.qos, name) and not preempts(name, job.qos)]
+        if not ahead:
+            first.setdefault(job.qos, len(out))
+            out.append(job)
+            continue
+        k = min(ahead)
+        out.insert(k, job)
+        first = {name: i + 1 if i >= k else i for name, i in first.items()}
+        first[job.qos] = min(first.get(job.qos, k), k)
+    return out
 
 
 def _exempt(run: RunningView, snapshot: Snapshot, now: float, cluster_exempt: int) -> bool:

@@ -76,7 +76,7 @@ class RunningView:
     qos: str = "normal"
     priority: int = 0
     requeue: bool = True  # may be requeued (else a requeueing preemption cancels it)
-    preempting: bool = False  # already signalled by a preemption; its end is the grace's end
+    preempting: bool = False  # signalled by a preemption (its end: the grace's end), or ending
     exclusive_user: bool = False  # --exclusive=user: other users' jobs stay off its nodes
 
 

@@ -63,7 +63,7 @@ def test_drained_nodelist_node_is_req_node_not_avail(two, tmp_path):
             if "ReqNodeNotAvail" in r.stdout:
                 break
             time.sleep(0.2)
-        assert r.stdout.split()[:2] == ["PENDING", "ReqNodeNotAvail"], r.stdout
+        assert r.stdout.split()[:3] == ["PENDING", "ReqNodeNotAvail,", "UnavailableNodes:node1"], r.stdout
     finally:
         two.run(["scontrol", "update", "NodeName=node1", "State=RESUME"])
     assert _ran(two, j, tmp_path)["N"] == "node1"

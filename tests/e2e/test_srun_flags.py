@@ -146,9 +146,3 @@ def test_input_variables_stand_for_options(cluster):
 def test_overlap_is_accepted_silently(cluster):
     r = cluster.run(["srun", "-n1", "--overlap", "true"])
     assert r.returncode == 0 and r.stderr == "", r.stderr
-
-
-def test_step_memory_inside_an_allocation_is_named_in_a_warning(cluster):
-    r = cluster.run(["salloc", "-n1", "srun", "--mem=100", "true"])
-    assert r.returncode == 0, r.stderr
-    assert "srun: warning: --mem for a step inside an allocation" in r.stderr, r.stderr

@@ -20,6 +20,7 @@ from pyslurm_lite.cli import jobopts, salloc, sbatch, srun
 
 # A value for each option that takes one; the others get "x" (they only have to warn).
 SAMPLES = {
+    "propagate": "CORE",
     "nodes": "2-3", "ntasks": "4", "cpus_per_task": "2", "ntasks_per_node": "2", "mincpus": "3",
     "mem": "0", "mem_per_cpu": "100", "mem_per_gpu": "100", "time": "5", "gres": "gpu:1",
     "gpus": "2", "gpus_per_node": "2", "gpus_per_task": "1", "cpus_per_gpu": "2",
@@ -46,6 +47,7 @@ COMMAND_BEHAVIOUR = {
 }
 # srun's own options, carried out in its step path (cli/srun.py), not in a JobSpec.
 SRUN_STEP = {
+    "pty": "task 0 on a pseudo terminal (tests/e2e/test_pty.py)",
     "label": "task id before each line (Output)",
     "unbuffered": "output forwarded as written (StepLaunch.unbuffered)",
     "overlap": "the step shares CPUs with others (CreateStep.overlap)",
