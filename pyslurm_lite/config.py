@@ -53,6 +53,8 @@ class Config:
     return_to_service: int = 1
     max_batch_requeue: int = 5  # node-failure requeues before a job is held instead
     health_check_program: str = ""
+    task_prolog: str = ""  # TaskProlog: run as the user before each task (agent/taskprolog.py)
+    task_epilog: str = ""  # TaskEpilog: run as the user after each task
     health_check_interval: int = 0  # seconds; 0 = never
     priority_type: str = "priority/basic"
     priority_weights: dict = field(default_factory=dict)  # age, fairshare, jobsize, partition, qos
@@ -298,6 +300,8 @@ _SIMPLE_KEYS = {
     "maxbatchrequeue": ("max_batch_requeue", int),
     "healthcheckprogram": ("health_check_program", str),
     "healthcheckinterval": ("health_check_interval", int),
+    "taskprolog": ("task_prolog", str),
+    "taskepilog": ("task_epilog", str),
     "firstjobid": ("first_job_id", int),
     "minjobage": ("min_job_age", int),
     "taskplugin": ("task_plugin", str),

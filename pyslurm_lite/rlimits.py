@@ -17,6 +17,7 @@ script starts with 512 open files and the node's own core-file limit.
 from __future__ import annotations
 
 import resource
+import shutil
 
 # Slurm's names (slurm_rlimits_info.c), in its order; each to its setrlimit resource.
 LIMITS = {"CPU": resource.RLIMIT_CPU, "FSIZE": resource.RLIMIT_FSIZE,
@@ -97,24 +98,35 @@ def fit(wanted: int, hard: int) -> int:
     return wanted
 
 
-def apply(pid: int, items, log) -> None:
-    """Set each propagated soft limit on process pid (a task waiting at its gate, so all it
-    runs inherits them); the hard limits stay the node's."""
+# util-linux's prlimit, by absolute path: the task's own shell runs it (as the user, on itself)
+PRLIMIT = shutil.which("prlimit", path="/usr/bin:/bin")
+
+
+def shell(items, log, hard_of=resource.getrlimit) -> str:
+    """Shell code the task's shim runs, as the user and on itself, just before it execs the task:
+    each propagated soft limit set with prlimit (inherited by all the task runs). The agent
+    cannot set them from outside once the task runs as the user: changing another user's
+    process's limits needs CAP_SYS_RESOURCE, which a container's root often lacks, while a
+    process may always move its own soft limit up to its hard one — what slurmstepd also does
+    in the task. The task inherits the agent's limits, so hard_of (the agent's) says how far
+    each may go; one above is lowered to the hard limit and logged, as slurmd does."""
+    args = []
     for name, wanted in decode(items).items():
-        res = LIMITS[name]
-        soft, hard = resource.prlimit(pid, res)
+        soft, hard = hard_of(LIMITS[name])
         value = fit(wanted, hard)
         if value != wanted:
             log.warning("Can't propagate RLIMIT_%s of %s from submit host: above the hard "
                         "limit %s here; set to %s", name, _shown(wanted), _shown(hard),
                         _shown(value))
-        if value == soft:
-            continue
-        try:
-            resource.prlimit(pid, res, (value, hard))
-        except OSError as e:  # as slurmstepd: the task runs with the node's limit
-            log.warning("Can't propagate RLIMIT_%s of %s from submit host: %s", name,
-                        _shown(value), e.strerror)
+        if value != soft:
+            shown = "unlimited" if value == resource.RLIM_INFINITY else str(value)
+            args.append(f"--{name.lower()}={shown}:")
+    if not args:
+        return ""
+    if PRLIMIT is None:  # said in the task's own stderr, where its user looks
+        return ("echo \"slurmstepd: error: Can't propagate resource limits from submit host: "
+                "no prlimit on this node\" >&2; ")
+    return f"{PRLIMIT} --pid $$ {' '.join(args)} || exit 1; "
 
 
 def _shown(value: int) -> str:

@@ -8,7 +8,7 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class StepLaunch(_message.Message):
-    __slots__ = ("job", "step_id", "argv", "env", "cwd", "uid", "gid", "groups", "task_ids", "node_id", "credential", "step_nodes", "step_tasks_per_node", "node_addrs", "std_out", "std_err", "stdin_to_all", "cpus_per_task", "user", "unbuffered", "cpu_bind", "distribution", "stdin_mode", "gpus_per_task", "rlimits", "srun_host", "pty", "winsize")
+    __slots__ = ("job", "step_id", "argv", "env", "cwd", "uid", "gid", "groups", "task_ids", "node_id", "credential", "step_nodes", "step_tasks_per_node", "node_addrs", "std_out", "std_err", "stdin_to_all", "cpus_per_task", "user", "unbuffered", "cpu_bind", "distribution", "stdin_mode", "gpus_per_task", "rlimits", "srun_host", "pty", "winsize", "task_prolog", "task_epilog")
     class EnvEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -44,6 +44,8 @@ class StepLaunch(_message.Message):
     SRUN_HOST_FIELD_NUMBER: _ClassVar[int]
     PTY_FIELD_NUMBER: _ClassVar[int]
     WINSIZE_FIELD_NUMBER: _ClassVar[int]
+    TASK_PROLOG_FIELD_NUMBER: _ClassVar[int]
+    TASK_EPILOG_FIELD_NUMBER: _ClassVar[int]
     job: _types_pb2.Job
     step_id: int
     argv: _containers.RepeatedScalarFieldContainer[str]
@@ -72,7 +74,9 @@ class StepLaunch(_message.Message):
     srun_host: str
     pty: bool
     winsize: Winsize
-    def __init__(self, job: _Optional[_Union[_types_pb2.Job, _Mapping]] = ..., step_id: _Optional[int] = ..., argv: _Optional[_Iterable[str]] = ..., env: _Optional[_Mapping[str, str]] = ..., cwd: _Optional[str] = ..., uid: _Optional[int] = ..., gid: _Optional[int] = ..., groups: _Optional[_Iterable[int]] = ..., task_ids: _Optional[_Iterable[int]] = ..., node_id: _Optional[int] = ..., credential: _Optional[str] = ..., step_nodes: _Optional[_Iterable[str]] = ..., step_tasks_per_node: _Optional[_Iterable[int]] = ..., node_addrs: _Optional[_Iterable[str]] = ..., std_out: _Optional[str] = ..., std_err: _Optional[str] = ..., stdin_to_all: _Optional[bool] = ..., cpus_per_task: _Optional[int] = ..., user: _Optional[str] = ..., unbuffered: _Optional[bool] = ..., cpu_bind: _Optional[str] = ..., distribution: _Optional[str] = ..., stdin_mode: _Optional[str] = ..., gpus_per_task: _Optional[int] = ..., rlimits: _Optional[_Iterable[str]] = ..., srun_host: _Optional[str] = ..., pty: _Optional[bool] = ..., winsize: _Optional[_Union[Winsize, _Mapping]] = ...) -> None: ...
+    task_prolog: str
+    task_epilog: str
+    def __init__(self, job: _Optional[_Union[_types_pb2.Job, _Mapping]] = ..., step_id: _Optional[int] = ..., argv: _Optional[_Iterable[str]] = ..., env: _Optional[_Mapping[str, str]] = ..., cwd: _Optional[str] = ..., uid: _Optional[int] = ..., gid: _Optional[int] = ..., groups: _Optional[_Iterable[int]] = ..., task_ids: _Optional[_Iterable[int]] = ..., node_id: _Optional[int] = ..., credential: _Optional[str] = ..., step_nodes: _Optional[_Iterable[str]] = ..., step_tasks_per_node: _Optional[_Iterable[int]] = ..., node_addrs: _Optional[_Iterable[str]] = ..., std_out: _Optional[str] = ..., std_err: _Optional[str] = ..., stdin_to_all: _Optional[bool] = ..., cpus_per_task: _Optional[int] = ..., user: _Optional[str] = ..., unbuffered: _Optional[bool] = ..., cpu_bind: _Optional[str] = ..., distribution: _Optional[str] = ..., stdin_mode: _Optional[str] = ..., gpus_per_task: _Optional[int] = ..., rlimits: _Optional[_Iterable[str]] = ..., srun_host: _Optional[str] = ..., pty: _Optional[bool] = ..., winsize: _Optional[_Union[Winsize, _Mapping]] = ..., task_prolog: _Optional[str] = ..., task_epilog: _Optional[str] = ...) -> None: ...
 
 class Winsize(_message.Message):
     __slots__ = ("rows", "cols")

@@ -479,6 +479,8 @@ MESSAGES = {
         ('srun_host', 26, 'string', 0, None),
         ('pty', 27, 'bool', 0, None),
         ('winsize', 28, 'message', 0, 'Winsize'),
+        ('task_prolog', 29, 'string', 0, None),
+        ('task_epilog', 30, 'string', 0, None),
     ),
     'StepNode': (
         ('name', 1, 'string', 0, None),

@@ -36,6 +36,7 @@ from ..rpc import credential
 from ..rpc.credential import Claims, CredentialError
 from . import gpu as gpu_mod
 from . import spool as spool_mod
+from . import taskprolog
 from .cgroup import Limits, Tracker, step_memory
 from .cpus import CoreMap
 from .env import batch_environment, gpu_environment, submitter_umask
@@ -72,6 +73,7 @@ class Running:
     pidfd: int = -1
     ending: str = ""  # why we are killing it: cancelled | timeout | requeue | node_fail
     kill_timer: threading.Timer | None = None
+    env: dict | None = None  # the script's environment, for the TaskEpilog
 
 
 class Admission:
@@ -208,8 +210,12 @@ class StepManager:
         # job ever runs outside its cgroup, unseen by the agent that restarts. Only then, as
         # the user: the job's directory, then its files (opened where the user may, with the
         # user's umask), then Slurm's word on a directory it could not enter.
+        # The batch script is a task too: slurm.conf's TaskProlog runs before it (taskprolog.py).
         cmd = (f'read go; [ "$go" = go ] || exit 111; export SLURM_TASK_PID=$$; {CHDIR}'
-               f'{redirect} <"$4" || exit 1; {CHDIR_REPORT}shift 4; exec "$0" "$@"')
+               f'{redirect} <"$4" || exit 1; {CHDIR_REPORT}'
+               f'{rlimits.shell(spec.rlimits, log)}'  # sbatch's limits, set by the script's shell
+               f'{taskprolog.shell(taskprolog.prologs(self.cfg.task_prolog))}'
+               'shift 4; exec "$0" "$@"')
         try:
             proc = subprocess.Popen(
                 ["/bin/sh", "-c", cmd, script, spec.work_dir or "/", out, err,
@@ -221,7 +227,6 @@ class StepManager:
             os.close(gate_r)
         try:
             self.tracker.add(key, proc.pid, "batch")  # before any of the user's code runs
-            rlimits.apply(proc.pid, spec.rlimits, log)  # inherited by all the script runs
         except Exception:
             proc.kill()
             proc.wait()
@@ -233,7 +238,7 @@ class StepManager:
         if self.tracker.name == "proctrack/pgid":
             # without cgroups, the pid file is the only record of what runs here
             spool_mod.write_pid(self._job_dir(job), proc.pid, job.restart_count)
-        return Running(job=job, proc=proc, pidfd=os.pidfd_open(proc.pid))
+        return Running(job=job, proc=proc, pidfd=os.pidfd_open(proc.pid), env=env)
 
     def ensure_job_cgroup(self, job: Job, node: str) -> bool:
         """The job's cgroup on this node with its limits, made by whichever of the batch script
@@ -277,6 +282,7 @@ class StepManager:
         rc = run.proc.wait()
         if run.kill_timer:
             run.kill_timer.cancel()
+        self._task_epilog(run)
         key = job_key(run.job.job_id)
         oom = self.tracker.oom_killed(key)
         self._release(run.job)  # what the script left behind dies with it
@@ -289,6 +295,17 @@ class StepManager:
             os.close(run.pidfd)
             if self.running.get(run.job.job_id) is run:
                 del self.running[run.job.job_id]
+
+    def _task_epilog(self, run: Running) -> None:
+        """slurm.conf's TaskEpilog after the batch script, as the user in the job's cgroup."""
+        spec = run.job.spec
+        for ep in taskprolog.epilogs("", self.cfg.task_epilog):
+            _, err = taskprolog.run_epilog(
+                ep, run.env or {}, spec.work_dir, self._identity(spec, os.getuid() == 0),
+                submitter_umask(spec.environment),
+                lambda pid: self.tracker.add(job_key(run.job.job_id), pid, "batch"))
+            if err:
+                log.info("job %s TaskEpilog said: %s", run.job.job_id, err[:500])
 
     def _release(self, job: Job) -> None:
         # The run is over here: its credentials (the batch script's and its steps') are void.

@@ -29,6 +29,7 @@ from ..model import Job
 from ..rpc.credential import Claims, CredentialError
 from . import binding
 from . import pty as ptys
+from . import taskprolog
 from .cpus import cpulist
 from .iobuf import LineBuffer
 from .env import step_environment, submitter_umask, task_environment
@@ -74,6 +75,7 @@ class StepRun:
     lock: threading.Lock = field(default_factory=threading.Lock)
     cpus: set[int] = field(default_factory=set)  # the CPUs its tasks are bound to here
     pty: int = -1  # srun --pty: the master of task 0's terminal, while it is open
+    epilog: object = None  # (rank) -> None: the task epilogs, once that task has exited
 
 
 class TaskManager:
@@ -202,6 +204,8 @@ class TaskManager:
         if launch.gpus_per_task:
             step_env["SLURMD_TRES_BIND"] = f"gpu:per_task:{launch.gpus_per_task}"
             step_env["SLURM_GPUS_PER_TASK"] = str(launch.gpus_per_task)
+        envs: dict[int, dict] = {}
+        run.epilog = self._epilogs(job, launch, claims, envs, run)
         for local, rank in enumerate(ranks):
             env = task_environment(step_env, rank, local, node_index, ranks,
                                    gpus[local] if gpus else None, fenced)
@@ -209,6 +213,7 @@ class TaskManager:
                 env["SLURM_GPUS_ON_NODE"] = str(sum(len(a.gpus) for a in job.allocations
                                                     if a.node == self.node))
             cpus = masks[local] if masks else None
+            envs[rank] = env
             run.procs[rank] = self._start_task(job, launch, env, rank, local, run, claims, cpus)
             if bind.verbose:
                 run.out.put(agent_pb2.StepOutput(task_id=rank, stream=2, data=binding.verbose_line(
@@ -246,6 +251,26 @@ class TaskManager:
                     for i in range(ntasks)]
         return [here.gpus] * ntasks
 
+    def _epilogs(self, job: Job, launch, claims: Claims, envs: dict, run: StepRun):
+        """What runs once a task has exited, before its exit is reported: --task-epilog, then
+        TaskEpilog, as the user in the step's cgroup. Their stderr reaches srun as the task's
+        when the task's stderr does (slurmstepd's goes to the task's stderr)."""
+        progs = taskprolog.epilogs(launch.task_epilog, self.steps.cfg.task_epilog)
+        if not progs:
+            return None
+        identity = self.steps.identity_of(claims.uid, claims.gid, list(claims.groups))
+        umask = submitter_umask(launch.env)
+        key, to_srun = f"job_{job.job_id}", not (launch.std_err or launch.std_out or launch.pty)
+
+        def after(rank: int) -> None:
+            for ep in progs:
+                _, err = taskprolog.run_epilog(
+                    ep, envs[rank], launch.cwd, identity, umask,
+                    lambda pid: self.steps.tracker.add(key, pid, str(launch.step_id)))
+                if err and to_srun:
+                    run.out.put(agent_pb2.StepOutput(task_id=rank, stream=2, data=err))
+        return after
+
     def _start_task(self, job: Job, launch, env: dict, rank: int, local: int, run: StepRun,
                     claims: Claims, cpus: set[int] | None = None):
         cmd, stdout, stderr, slave = self._command(job, launch, rank, run, claims.uid)
@@ -272,9 +297,8 @@ class TaskManager:
             self.steps.tracker.add(f"job_{job.job_id}", proc.pid, str(launch.step_id))
             if cpus:  # while it waits at the gate: all the task runs inherits the mask
                 os.sched_setaffinity(proc.pid, cpus)
-            rlimits.apply(proc.pid, launch.rlimits, log)  # srun's limits (PropagateResourceLimits)
             os.write(gate_w, b"go\n")
-        except (OSError, ValueError):  # ValueError: a malformed limit from srun
+        except OSError:
             proc.kill()
             proc.wait()
             self._close_pty(run)
@@ -296,19 +320,25 @@ class TaskManager:
         piped to srun, to files the shim opens as the user, or, for srun --pty's task 0, its
         terminal."""
         argv, cwd = list(launch.argv), launch.cwd or "/"
+        # srun's limits (PropagateResourceLimits), set by the task on itself, then the prologs
+        prologs = rlimits.shell(launch.rlimits, log) + taskprolog.shell(
+            taskprolog.prologs(self.steps.cfg.task_prolog, launch.task_prolog))
         if launch.pty and rank == 0:
             run.pty, slave, name = ptys.open_pty(uid, launch.winsize.rows, launch.winsize.cols)
-            return ["/bin/bash", "-c", SHIM_PTY, "shim", cwd, name, *argv], slave, slave, slave
+            shim = taskprolog.before_exec(SHIM_PTY, prologs)
+            return ["/bin/bash", "-c", shim, "shim", cwd, name, *argv], slave, slave, slave
         if launch.pty:  # Slurm's --pty: the other tasks' output goes to /dev/null
             out = err = "/dev/null"
         else:
             out = self._path(launch.std_out, job, launch, rank) if launch.std_out else ""
             err = self._path(launch.std_err, job, launch, rank) if launch.std_err else out
         if out or err:
-            return (["/bin/bash", "-c", SHIM_FILES, "shim", cwd, out, err, *argv],
+            return (["/bin/bash", "-c", taskprolog.before_exec(SHIM_FILES, prologs), "shim", cwd,
+                     out, err, *argv],
                     subprocess.DEVNULL if out else subprocess.PIPE,
                     subprocess.DEVNULL if err else subprocess.PIPE, None)
-        return ["/bin/bash", "-c", SHIM, "shim", cwd, *argv], subprocess.PIPE, subprocess.PIPE, None
+        return (["/bin/bash", "-c", taskprolog.before_exec(SHIM, prologs), "shim", cwd, *argv],
+                subprocess.PIPE, subprocess.PIPE, None)
 
     @staticmethod
     def _close_pty(run: StepRun) -> None:
@@ -350,6 +380,8 @@ class TaskManager:
         rc = proc.wait()
         with run.lock:
             os.close(run.pidfds.pop(rank))
+        if run.epilog is not None:
+            run.epilog(rank)
         code, sig = (0, -rc) if rc < 0 else (rc, 0)
         run.out.put(agent_pb2.StepOutput(task_id=rank, exited=True, exit_code=code,
                                          exit_signal=sig))

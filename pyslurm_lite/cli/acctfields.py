@@ -89,6 +89,7 @@ class Rec:
     step: StepRec | None
     now: float
     cfg: object
+    window: tuple[float, float] | None = None  # -T: the (start, end) the times are cut to
 
 
 # ---- steps of a run ---------------------------------------------------------------------------
@@ -165,9 +166,28 @@ def times(rec: Rec) -> tuple[float, float, float]:
     src = rec.step or rec.job
     start = src.start if rec.step else src.start_time
     end = src.end if rec.step else (src.end_time if rec.state not in ("PENDING", "RUNNING") else 0.0)
+    if rec.window and (rec.step is None or rec.window[0]):
+        return truncated(start, end, rec.window, rec.step is not None)
     start = start or end
     elapsed = ((end or rec.now) - start) if start else 0.0
     return start, end, max(elapsed, 0.0)
+
+
+def truncated(start: float, end: float, window: tuple[float, float], step: bool):
+    """-T, as slurmdbd cuts a job: starts before the window start at it, runs past the window
+    end (or still running) end at it, and one that never started starts at its end. (A step
+    is cut only when the window has a start; one wholly outside it has no times.)"""
+    low, high = window
+    if start and start < low:
+        start = low
+    if not start and step and end:
+        start = end
+    if not end or end > high:
+        end = high
+    if step and start and start > end:
+        start = end = 0.0
+    start = start or end
+    return start, end, max(end - start, 0.0)
 
 
 def node_list(rec: Rec) -> str:

@@ -38,6 +38,8 @@ def terminal_columns() -> int:
 # exit(1) from their own getopt loop.
 OPTION_ERROR_EXIT = {"sbatch": 255, "srun": 255, "salloc": 255}
 NO_TRY_HELP = frozenset({"sacct"})  # its getopt loop adds no 'Try "sacct --help"' line
+# argparse's words for an option given without its argument ("argument -p/--partition: ...")
+_MISSING_ARGUMENT = re.compile(r"argument (-\S+): expected one argument$")
 # -M's input variables: the command's own, else SLURM_CLUSTERS (the command line wins). sbatch's
 # and salloc's own (SBATCH_CLUSTERS, SALLOC_CLUSTERS) come in with their other variables.
 CLUSTERS_VARIABLES = {"squeue": "SQUEUE_CLUSTERS", "sinfo": "SINFO_CLUSTERS"}
@@ -57,6 +59,7 @@ class SlurmArgParser(argparse.ArgumentParser):
 
     def parse_known_args(self, args=None, namespace=None):
         self._add_slurm_options()
+        self._argv = list(sys.argv[1:] if args is None else args)  # for error(): what was typed
         ns, rest = super().parse_known_args(args, namespace)
         if getattr(ns, "clusters", None) is None and \
                 isinstance(self._option_string_actions.get("--clusters"), _ClustersAction):
@@ -108,9 +111,31 @@ class SlurmArgParser(argparse.ArgumentParser):
             names = " ".join(f"'{m.strip()}'" for m in matches.split(","))
             sys.stderr.write(f"{self.prog}: option '{bad.split('=')[0]}' is ambiguous; "
                              f"possibilities: {names}\n{try_help}")
+        elif _MISSING_ARGUMENT.match(message):
+            names = _MISSING_ARGUMENT.match(message).group(1).split("/")
+            sys.stderr.write(f"{self.prog}: {self._missing_argument(names)}\n{try_help}")
         else:
             sys.stderr.write(f"{self.prog}: error: {message}\n")
         sys.exit(OPTION_ERROR_EXIT.get(self.prog, 1))
+
+    def _missing_argument(self, names: list[str]) -> str:
+        """glibc getopt's words for the option the user typed without its argument: the
+        letter of a short one (also last in a cluster, -vp), else the long option's full name
+        (getopt_long prints the name, not the prefix that was typed)."""
+        longs = [n for n in names if n.startswith("--")]
+        letters = {n[1] for n in names if re.fullmatch(r"-[^-]", n)}
+        for token in reversed(getattr(self, "_argv", [])):
+            typed = token.split("=", 1)[0]
+            if typed.startswith("--"):
+                full = typed if typed in longs else next(
+                    (n for n in longs if n.startswith(typed) and len(typed) > 2), None)
+                if full:
+                    return f"option '{full}' requires an argument"
+            elif re.fullmatch(r"-[^-].*", token) and token[-1] in letters:
+                return f"option requires an argument -- '{token[-1]}'"
+        if longs:
+            return f"option '{longs[0]}' requires an argument"
+        return f"option requires an argument -- '{names[0].lstrip('-')[:1]}'"
 
 
 class _UsageAction(argparse.Action):

@@ -21,7 +21,9 @@ DNS (a lab without a resolver would wait on every `cluster up`).
 from __future__ import annotations
 
 import fcntl
+import ipaddress
 import os
+import re
 
 HOSTS = "/etc/hosts"
 _MARK = "# pyslurm-lite cluster "
@@ -30,13 +32,26 @@ _END = " end"
 NAMES_PER_LINE = 8  # short lines: some resolvers read /etc/hosts with a fixed line buffer
 
 
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9.-]{0,62}")
+
+
 def entries(cfg) -> dict[str, list[str]]:
-    """Address -> node names, for the nodes whose NodeAddr is an address and not the name."""
+    """Address -> node names, for the nodes whose NodeAddr is an IP address (not the name).
+    Root writes these into a system file from a slurm.conf: anything but an address and a
+    plain host name is left out, so no line of that file can be smuggled in."""
     out: dict[str, list[str]] = {}
     for node in cfg.nodes.values():
-        if node.addr and node.addr != node.name:
+        if node.addr and node.addr != node.name and _is_address(node.addr) and _NAME.fullmatch(node.name):
             out.setdefault(node.addr, []).append(node.name)
     return out
+
+
+def _is_address(text: str) -> bool:
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        return False
+    return True
 
 
 def block(directory: str, addrs: dict[str, list[str]]) -> list[str]:
@@ -96,6 +111,8 @@ def conflicts(text: str, addrs: dict[str, list[str]]) -> list[str]:
 def edit(directory: str, addrs: dict[str, list[str]] | None, path: str = HOSTS) -> list[str]:
     """Write (or, with addrs None, remove) directory's block in path, under an exclusive lock.
     Returns the conflicts found; OSError when the file cannot be written."""
+    if any(c in directory for c in "\r\n"):
+        raise OSError(f"a cluster directory with a line break in its name: {directory!r}")
     with open(path, "r+", encoding="utf-8") as f:
         fcntl.flock(f, fcntl.LOCK_EX)
         text = f.read()

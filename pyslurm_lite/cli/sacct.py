@@ -8,7 +8,8 @@ left-justified, as in sacct's own table.
 
 Which jobs: the time window -S/-E (cli/slurmtime.py formats) with Slurm's defaults (none given:
 since 00:00 today; -j: all time; -s: the current second), -s states, -D every run of a requeued
-job; the window's meaning is the controller's (controller/accounting.py).
+job; the window's meaning is the controller's (controller/accounting.py). What a job asked for
+and got (-q, -g, -N, -i, -I, -k/-K) and -T's cut of its times: cli/acctfilter.py.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import sys
 import time
 
 from . import acctfields as af
+from . import acctfilter
 from .common import SlurmArgParser, fail, run, split_list
 from .slurmtime import TimeSpecError, midnight, parse_time
 
@@ -47,25 +49,38 @@ def build_parser() -> SlurmArgParser:
     a("-A", "--accounts", action="append")
     a("-a", "--allusers", action="store_true")
     a("-b", "--brief", action="store_true")
+    a("-c", "--completion", action="store_true")
     a("-D", "--duplicates", action="store_true")
     a("--delimiter", default="|")
     a("-E", "--endtime")
-    a("-e", "--helpformat", action="store_true")
+    a("-e", "--helpformat", "--help-fields", action="store_true")
+    a("-g", "--gid", "--group", action="append", dest="group")
+    a("-i", "--nnodes")
+    a("-I", "--ncpus")
     a("-j", "--jobs", action="append")
+    a("--json", action="store_true")
+    a("-k", "--timelimit-min")
+    a("-K", "--timelimit-max")
     a("-L", "--allclusters", action="store_true")  # one cluster: the same as without it
     # a filter on the database's cluster names, as Slurm's: a name it does not know lists nothing
     a("-M", "--clusters", action="append")
     a("-l", "--long", action="store_true")
     a("-n", "--noheader", action="store_true")
+    a("--noconvert", action="store_true")
+    a("-N", "--nodelist", action="append")
     a("--name", action="append")
-    a("-o", "--format", action="append")
+    a("-o", "--format", "--fields", action="append")
     a("-p", "--parsable", action="store_true")
     a("-P", "--parsable2", action="store_true")
+    a("-q", "--qos", action="append")
     a("-r", "--partition", action="append")
     a("-S", "--starttime")
     a("-s", "--state", action="append")
+    a("-T", "--truncate", action="store_true")
+    a("--units")
     a("-u", "--user", "--uid", action="append")
     a("-X", "--allocations", action="store_true")
+    a("--yaml", action="store_true")
     p.add_argument("-h", "--help", action="help")
     return p
 
@@ -148,9 +163,10 @@ def time_window(ns, now: float, by_job: bool, by_state: bool) -> tuple[float, fl
 
 
 def default_users(ns) -> list[str]:
-    """A user sees their own jobs unless -a, -u or root (the controller applies PrivateData)."""
+    """A user sees their own jobs unless -a, -u, -j, -N or root (the controller applies
+    PrivateData): sacct looks for every user's jobs when it is given jobs or nodes."""
     users = split_list(ns.user)
-    if not users and not ns.allusers and os.getuid() != 0:
+    if not users and not ns.allusers and not ns.jobs and not ns.nodelist and os.getuid() != 0:
         import pwd
         users = [pwd.getpwuid(os.getuid()).pw_name]
     return users
@@ -198,21 +214,24 @@ def wanted_steps(job, asked: dict[str, set[str]]) -> set[str] | None:
     return set().union(*named)
 
 
-def lines_for(run_msg, ns, fields, steps_asked, now, cfg) -> list[str]:
+def lines_for(run_msg, ns, fields, steps_asked, now, cfg, window=None, flt=None) -> list[str]:
+    """The run's lines; none when a filter (cli/acctfilter.py) leaves its job out."""
     from ..model import JobSpec
     from ..rpc import wire
     job = run_msg.job
     spec = wire.from_msg(job.spec, JobSpec)
     names = [n for n, _ in fields]
     only = wanted_steps(job, steps_asked)
-    rec = af.Rec(job, spec, run_msg.state, None, now, cfg)
+    rec = af.Rec(job, spec, run_msg.state, None, now, cfg, window)
+    if flt is not None and not acctfilter.keep(rec, flt):
+        return []
     out = [] if only else [render([af.value(n, rec) for n in names], fields, ns)]
     if ns.allocations and not only:
         return out
     for step in af.run_steps(job, spec, run_msg.state):
         if only and step.suffix not in only:
             continue
-        rec = af.Rec(job, spec, run_msg.state, step, now, cfg)
+        rec = af.Rec(job, spec, run_msg.state, step, now, cfg, window)
         out.append(render([af.value(n, rec) for n in names], fields, ns))
     return out
 
@@ -226,18 +245,53 @@ def _ours_asked(ns, ours: str) -> bool:
     return not names or "all" in names or ours.lower() in names
 
 
+def parse_command_line(argv: list[str]):
+    """Options as sacct's getopt loop reads them (options after other words count too); then
+    the words that are no option: "Unknown arguments:", one per line, exit 1."""
+    parser = build_parser()
+    ns, rest = parser.parse_known_args(argv)
+    options = [w for w in rest if w.startswith("-") and w != "-"]
+    if options:
+        parser.error(f"unrecognized arguments: {' '.join(options)}")
+    if rest:
+        fail(PROG, "\n".join(["Unknown arguments:"] + [f" {w}" for w in rest]))
+    return ns
+
+
+def not_here(ns) -> None:
+    """Options sacct has whose effect we lack: refused when the output would not be sacct's,
+    warned about when it would merely differ in units."""
+    for name in ("json", "yaml"):
+        if getattr(ns, name):
+            fail(PROG, f"--{name} is not supported by pyslurm-lite (use -p/-P for parsable output)")
+    if ns.completion:  # no JobCompType here: Slurm's sacct with jobcomp/none says so and exits 1
+        sys.stderr.write("Slurm job completion is disabled\n")
+        sys.exit(1)
+    if ns.units is not None:
+        if not ns.units or ns.units[0].upper() not in "KMGTP":
+            sys.stderr.write(f"{PROG}: error: Invalid unit type '{ns.units[:1]}'. "
+                             f"Possible options are 'KMGTP'\n")
+            acctfilter.fatal("Invalid unit type")
+        sys.stderr.write(f"{PROG}: warning: --units is not supported here and is ignored\n")
+    if ns.noconvert:
+        sys.stderr.write(f"{PROG}: warning: --noconvert is not supported here and is ignored\n")
+
+
 def main_args(argv: list[str]) -> int:
-    ns = build_parser().parse_args(argv)
+    ns = parse_command_line(argv)
     if ns.helpformat:
         sys.stdout.write(help_format())
         return 0
+    not_here(ns)
     fields = chosen_fields(ns)
     ids, tasks, steps_asked = parse_job_ids(ns.jobs)
     states = parse_states(ns.state)
     by_job = bool(ids or tasks)
     start, end = time_window(ns, time.time(), by_job, bool(states))
+    flt = acctfilter.build(ns)
     from ..client import Client
     client = Client()
+    flt.qos = acctfilter.parse_qos(split_list(ns.qos), list(client.cfg.qos))
     out = [] if ns.noheader else header_lines(fields, ns)
     runs, now = [], time.time()
     if _ours_asked(ns, client.cfg.cluster_name):
@@ -245,8 +299,10 @@ def main_args(argv: list[str]) -> int:
             job_ids=ids, array_tasks=tasks, users=default_users(ns), accounts=split_list(ns.accounts),
             partitions=split_list(ns.partition), names=split_list(ns.name), states=states,
             start=start, end=end, duplicates=ns.duplicates, any_eligibility=by_job)
+    window = (start, min(end or now, now)) if ns.truncate else None
     for r in runs:
-        out += lines_for(r, ns, fields, steps_asked, now, client.cfg)
+        out += lines_for(r, ns, fields, steps_asked, now, client.cfg, window,
+                         flt if flt.active() else None)
     sys.stdout.write("".join(line + "\n" for line in out))
     return 0
 

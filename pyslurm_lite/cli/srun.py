@@ -53,8 +53,9 @@ def build_parser() -> SlurmArgParser:
         a("-m", dest="distribution")
     for ignored in UNSUPPORTED:  # each use warns (jobopts.Unsupported)
         unsupported(p, ignored, optional=True)
-    for ignored in ("--task-prolog", "--task-epilog"):  # not run here yet: each use warns
-        unsupported(p, ignored)
+    # run by the agent as the user around each task (agent/taskprolog.py), as slurmstepd does
+    a("--task-prolog")
+    a("--task-epilog")
     a("command", nargs="?")
     a("args", nargs="...")
     return p
@@ -244,7 +245,8 @@ def _launch_base(ns, reply, cfg, inside: bool):
         unbuffered=bool(ns.unbuffered or ns.pty), cpu_bind=ns.cpu_bind or "",
         distribution=ns.distribution or "", stdin_mode=_stdin_mode(ns.input),
         gpus_per_task=_gpus_per_task(ns), srun_host=_own_address(cfg),
-        rlimits=rlimits.for_command(ns.propagate), pty=bool(ns.pty))
+        rlimits=rlimits.for_command(ns.propagate), pty=bool(ns.pty),
+        task_prolog=ns.task_prolog or "", task_epilog=ns.task_epilog or "")
     if ns.pty:
         from .terminal import window_size
         base.winsize.rows, base.winsize.cols = window_size()

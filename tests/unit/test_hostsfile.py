@@ -82,3 +82,19 @@ def test_cluster_up_writes_the_block_and_says_so(hosts, tmp_path, capsys):
     assert "node names node[1-2] resolve for jobs" in capsys.readouterr().err
     unpublish_names(c1, str(hosts))
     assert hosts.read_text() == BASE
+
+
+def test_only_addresses_and_plain_names_are_written():
+    """Root copies these from a slurm.conf into a system file: nothing else may get through."""
+    from types import SimpleNamespace as NS
+    nodes = {n.name: n for n in (
+        NS(name="node1", addr="127.0.0.1"), NS(name="node2", addr="evil\n0.0.0.0 victim"),
+        NS(name="x y", addr="127.0.0.1"), NS(name="node3", addr="node3"),
+        NS(name="node4", addr="::1"))}
+    assert hostsfile.entries(NS(nodes=nodes)) == {"127.0.0.1": ["node1"], "::1": ["node4"]}
+
+
+def test_a_directory_with_a_line_break_is_refused(hosts, tmp_path):
+    with pytest.raises(OSError):
+        hostsfile.edit(str(tmp_path / "c1\n127.0.0.1 evil"), ADDRS, path=str(hosts))
+    assert hosts.read_text() == BASE

@@ -57,6 +57,9 @@ SRUN_STEP = {
     "verbose": "srun's verbose lines",
     "distribution": "task layout over nodes (H4, acceptance 08-parity sub-check 8)",
     "cpu_bind": "tasks bound to their CPUs (H4, acceptance 08-parity sub-check 8)",
+    # run on the node around each task (StepLaunch.task_prolog/task_epilog; agent/taskprolog.py)
+    "task_prolog": "its export/unset/print lines shape the task (tests/e2e/test_task_prolog.py)",
+    "task_epilog": "run after each task ends (tests/e2e/test_task_prolog.py)",
 }
 PARSERS = {"sbatch": sbatch.build_parser, "salloc": salloc.build_parser, "srun": srun.build_parser}
 POSITIONALS = ["--wrap", "true"]

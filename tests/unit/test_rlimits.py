@@ -75,23 +75,20 @@ def test_fit(wanted, hard, soft):
     assert rlimits.fit(wanted, hard) == soft
 
 
-def test_apply_lowers_a_limit_above_the_hard_one_and_logs(caplog):
-    """On a real process, as the agent does at a task's gate: the soft limit asked for is
-    set; one above the process's hard limit becomes that hard limit, with slurmd's words."""
+def test_the_task_sets_its_limits_itself_and_one_above_the_hard_limit_is_lowered(caplog):
+    """Run as the agent's shims run it: a shell sets its own soft limits and execs; one above
+    the (agent's, here the shell's) hard limit becomes that hard limit, with slurmd's words."""
     import logging
     import subprocess
-    proc = subprocess.Popen(["sleep", "30"])
-    try:
-        soft, hard = resource.prlimit(proc.pid, resource.RLIMIT_NOFILE)
-        resource.prlimit(proc.pid, resource.RLIMIT_NOFILE, (64, 128))  # lowering needs no privilege
-        log = logging.getLogger("test.rlimits")
-        with caplog.at_level(logging.WARNING, logger="test.rlimits"):
-            rlimits.apply(proc.pid, ["NOFILE=500:-1", "CORE=4096:-1"], log)
-        assert resource.prlimit(proc.pid, resource.RLIMIT_NOFILE) == (128, 128)
-        assert resource.prlimit(proc.pid, resource.RLIMIT_CORE)[0] == 4096 or \
-            resource.prlimit(proc.pid, resource.RLIMIT_CORE)[1] < 4096
-        assert "Can't propagate RLIMIT_NOFILE of 500 from submit host" in caplog.text
-        assert "CORE" not in caplog.text
-    finally:
-        proc.kill()
-        proc.wait()
+    hard = {resource.RLIMIT_NOFILE: (64, 128), resource.RLIMIT_CORE: (0, resource.RLIM_INFINITY)}
+    log = logging.getLogger("test.rlimits")
+    with caplog.at_level(logging.WARNING, logger="test.rlimits"):
+        code = rlimits.shell(["NOFILE=500:-1", "CORE=4096:-1"], log, hard_of=hard.__getitem__)
+    assert "Can't propagate RLIMIT_NOFILE of 500 from submit host" in caplog.text
+    assert "CORE" not in caplog.text
+    out = subprocess.run(
+        ["bash", "-c", "ulimit -S -n 64; ulimit -H -n 128; ulimit -S -c 0; " + code
+         + 'exec bash -c "ulimit -S -n; ulimit -S -c"'],
+        capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["128", "4"], out  # ulimit -c counts KiB
+    assert rlimits.shell(["NOFILE=64:-1"], log, hard_of=hard.__getitem__) == ""  # nothing to change
