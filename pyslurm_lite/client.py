@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import pwd
+import sys
 
 from .errors import NotFound, SlurmError
 
@@ -70,11 +71,15 @@ class Client:
             spec.user = _user_name(spec.uid)
         link = self._link_()
         if isinstance(link, _H2Link):  # encoded by pbwire: the CLI never imports google.protobuf
-            return link.call_dict("SubmitJob", {"spec": spec}, self.timeout)["job_id"]
+            reply = link.call_dict("SubmitJob", {"spec": spec}, self.timeout)
+            _print_warnings(reply.get("warnings") or [])
+            return reply["job_id"]
         from .rpc import wire
         from ._proto import types_pb2
         req = self._pb().SubmitJobRequest(spec=wire.to_msg(spec, types_pb2.JobSpec))
-        return self._call("SubmitJob", req).job_id
+        reply = self._call("SubmitJob", req)
+        _print_warnings(list(reply.warnings))
+        return reply.job_id
 
     def submit_many(self, specs: list[JobSpec], batch: int = 500) -> list[int]:
         """Submit many specs, `batch` per call; each call is committed as a whole before it
@@ -284,3 +289,11 @@ def _user_name(uid: int) -> str:
         return pwd.getpwuid(uid).pw_name
     except KeyError:
         return str(uid)
+
+
+def _print_warnings(warnings: list[str]) -> None:
+    """What the controller changed in a submitted job (a --priority it dropped), printed as
+    Slurm's commands print a job_submit_user_msg: by the command, on stderr."""
+    prog = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "slurm"
+    for text in warnings:
+        sys.stderr.write(f"{prog}: warning: {text}\n")

@@ -76,6 +76,7 @@ class Reason(str, Enum):
     QOS_MAX_WALL = "QOSMaxWallDurationPerJobLimit"
     RESERVATION = "Reservation"  # its --reservation has not begun yet
     RESERVED_MAINT = "ReqNodeNotAvail, Reserved for maintenance"
+    DEADLINE = "DeadLine"  # ended: it could no longer finish before its --deadline
 
 
 class NodeState(str, Enum):
@@ -160,6 +161,9 @@ class JobSpec:
     exclusive_user: bool = False  # --exclusive=user: nodes shared only with the same user's jobs
     # PropagateResourceLimits / --propagate: the submitter's limits, "NAME=soft:hard" (rlimits.py)
     rlimits: list[str] = field(default_factory=list)
+    deadline: float = 0.0  # --deadline: the job must end by then (0: none)
+    # --priority: NO_PRIORITY (not asked), 0 (held), else an operator's fixed value
+    priority: int = -1
 
     def gpus_needed_per_node(self) -> int:
         """GPUs this job needs on each of its nodes, from whichever flag set them."""
@@ -273,6 +277,9 @@ class Job:
     # Slurm's state_desc: the reason spelled out ("ReqNodeNotAvail, UnavailableNodes:node2"),
     # printed instead of the reason's name when set; "" when the name says it all
     state_desc: str = ""
+    # set by an operator (--priority, scontrol update Priority=): multifactor leaves it alone
+    # (Slurm's direct_set_prio)
+    direct_priority: bool = False
 
     @property
     def node_names(self) -> list[str]:

@@ -82,7 +82,7 @@ def decode(items) -> dict[str, int]:
     for item in items:
         name, eq, values = item.partition("=")
         soft_s, _, _hard = values.partition(":")
-        if name not in LIMITS or not eq or not soft_s.lstrip("-").isdigit():
+        if name not in LIMITS or not eq or not (soft_s == "-1" or soft_s.isascii() and soft_s.isdigit()):
             raise ValueError(f"malformed resource limit {item!r}")
         soft = int(soft_s)
         out[name] = resource.RLIM_INFINITY if soft == UNLIMITED else soft

@@ -28,10 +28,12 @@ class SubmitJobRequest(_message.Message):
     def __init__(self, spec: _Optional[_Union[_types_pb2.JobSpec, _Mapping]] = ...) -> None: ...
 
 class SubmitJobReply(_message.Message):
-    __slots__ = ("job_id",)
+    __slots__ = ("job_id", "warnings")
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    WARNINGS_FIELD_NUMBER: _ClassVar[int]
     job_id: int
-    def __init__(self, job_id: _Optional[int] = ...) -> None: ...
+    warnings: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, job_id: _Optional[int] = ..., warnings: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class SubmitJobsRequest(_message.Message):
     __slots__ = ("specs",)

@@ -196,6 +196,7 @@ MESSAGES = {
         ('preempt_mode', 29, 'string', 0, None),
         ('cancelled_by', 30, 'string', 0, None),
         ('state_desc', 31, 'string', 0, None),
+        ('direct_priority', 32, 'bool', 0, None),
     ),
     'JobError': (
         ('job_id', 1, 'int64', 0, None),
@@ -283,6 +284,8 @@ MESSAGES = {
         ('mem_whole_node', 53, 'bool', 0, None),
         ('exclusive_user', 54, 'bool', 0, None),
         ('rlimits', 55, 'string', 1, None),
+        ('deadline', 56, 'double', 0, None),
+        ('priority', 57, 'int64', 0, None),
     ),
     'LaunchJobsReply': (
         ('accepted', 1, 'int64', 1, None),
@@ -500,6 +503,7 @@ MESSAGES = {
     ),
     'SubmitJobReply': (
         ('job_id', 1, 'int64', 0, None),
+        ('warnings', 2, 'string', 1, None),
     ),
     'SubmitJobRequest': (
         ('spec', 1, 'message', 0, 'JobSpec'),

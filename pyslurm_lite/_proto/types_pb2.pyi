@@ -17,7 +17,7 @@ class GresRequest(_message.Message):
     def __init__(self, name: _Optional[str] = ..., type: _Optional[str] = ..., count: _Optional[int] = ...) -> None: ...
 
 class JobSpec(_message.Message):
-    __slots__ = ("name", "script", "argv", "work_dir", "std_out", "std_err", "std_in", "open_mode", "partition", "account", "qos", "num_nodes", "num_tasks", "ntasks_set", "cpus_per_task", "ntasks_per_node", "mem_per_node", "mem_per_cpu", "time_limit", "gres", "gpus", "gpus_per_node", "gpu_type", "environment", "export", "begin_time", "hold", "user", "uid", "gid", "groups", "submit_host", "nice", "requeue", "constraint", "exclusive", "comment", "nodelist", "exclude", "signal", "batch", "submit_dir", "array", "cpus_per_gpu", "mem_per_gpu", "dependency", "kill_on_invalid_dep", "reservation", "gpus_per_task", "max_nodes", "min_cpus_per_node", "overcommit", "mem_whole_node", "exclusive_user", "rlimits")
+    __slots__ = ("name", "script", "argv", "work_dir", "std_out", "std_err", "std_in", "open_mode", "partition", "account", "qos", "num_nodes", "num_tasks", "ntasks_set", "cpus_per_task", "ntasks_per_node", "mem_per_node", "mem_per_cpu", "time_limit", "gres", "gpus", "gpus_per_node", "gpu_type", "environment", "export", "begin_time", "hold", "user", "uid", "gid", "groups", "submit_host", "nice", "requeue", "constraint", "exclusive", "comment", "nodelist", "exclude", "signal", "batch", "submit_dir", "array", "cpus_per_gpu", "mem_per_gpu", "dependency", "kill_on_invalid_dep", "reservation", "gpus_per_task", "max_nodes", "min_cpus_per_node", "overcommit", "mem_whole_node", "exclusive_user", "rlimits", "deadline", "priority")
     class EnvironmentEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -80,6 +80,8 @@ class JobSpec(_message.Message):
     MEM_WHOLE_NODE_FIELD_NUMBER: _ClassVar[int]
     EXCLUSIVE_USER_FIELD_NUMBER: _ClassVar[int]
     RLIMITS_FIELD_NUMBER: _ClassVar[int]
+    DEADLINE_FIELD_NUMBER: _ClassVar[int]
+    PRIORITY_FIELD_NUMBER: _ClassVar[int]
     name: str
     script: str
     argv: _containers.RepeatedScalarFieldContainer[str]
@@ -135,7 +137,9 @@ class JobSpec(_message.Message):
     mem_whole_node: bool
     exclusive_user: bool
     rlimits: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, name: _Optional[str] = ..., script: _Optional[str] = ..., argv: _Optional[_Iterable[str]] = ..., work_dir: _Optional[str] = ..., std_out: _Optional[str] = ..., std_err: _Optional[str] = ..., std_in: _Optional[str] = ..., open_mode: _Optional[str] = ..., partition: _Optional[str] = ..., account: _Optional[str] = ..., qos: _Optional[str] = ..., num_nodes: _Optional[int] = ..., num_tasks: _Optional[int] = ..., ntasks_set: _Optional[bool] = ..., cpus_per_task: _Optional[int] = ..., ntasks_per_node: _Optional[int] = ..., mem_per_node: _Optional[int] = ..., mem_per_cpu: _Optional[int] = ..., time_limit: _Optional[int] = ..., gres: _Optional[_Iterable[_Union[GresRequest, _Mapping]]] = ..., gpus: _Optional[int] = ..., gpus_per_node: _Optional[int] = ..., gpu_type: _Optional[str] = ..., environment: _Optional[_Mapping[str, str]] = ..., export: _Optional[str] = ..., begin_time: _Optional[float] = ..., hold: _Optional[bool] = ..., user: _Optional[str] = ..., uid: _Optional[int] = ..., gid: _Optional[int] = ..., groups: _Optional[_Iterable[int]] = ..., submit_host: _Optional[str] = ..., nice: _Optional[int] = ..., requeue: _Optional[bool] = ..., constraint: _Optional[str] = ..., exclusive: _Optional[bool] = ..., comment: _Optional[str] = ..., nodelist: _Optional[str] = ..., exclude: _Optional[str] = ..., signal: _Optional[str] = ..., batch: _Optional[bool] = ..., submit_dir: _Optional[str] = ..., array: _Optional[str] = ..., cpus_per_gpu: _Optional[int] = ..., mem_per_gpu: _Optional[int] = ..., dependency: _Optional[str] = ..., kill_on_invalid_dep: _Optional[bool] = ..., reservation: _Optional[str] = ..., gpus_per_task: _Optional[int] = ..., max_nodes: _Optional[int] = ..., min_cpus_per_node: _Optional[int] = ..., overcommit: _Optional[bool] = ..., mem_whole_node: _Optional[bool] = ..., exclusive_user: _Optional[bool] = ..., rlimits: _Optional[_Iterable[str]] = ...) -> None: ...
+    deadline: float
+    priority: int
+    def __init__(self, name: _Optional[str] = ..., script: _Optional[str] = ..., argv: _Optional[_Iterable[str]] = ..., work_dir: _Optional[str] = ..., std_out: _Optional[str] = ..., std_err: _Optional[str] = ..., std_in: _Optional[str] = ..., open_mode: _Optional[str] = ..., partition: _Optional[str] = ..., account: _Optional[str] = ..., qos: _Optional[str] = ..., num_nodes: _Optional[int] = ..., num_tasks: _Optional[int] = ..., ntasks_set: _Optional[bool] = ..., cpus_per_task: _Optional[int] = ..., ntasks_per_node: _Optional[int] = ..., mem_per_node: _Optional[int] = ..., mem_per_cpu: _Optional[int] = ..., time_limit: _Optional[int] = ..., gres: _Optional[_Iterable[_Union[GresRequest, _Mapping]]] = ..., gpus: _Optional[int] = ..., gpus_per_node: _Optional[int] = ..., gpu_type: _Optional[str] = ..., environment: _Optional[_Mapping[str, str]] = ..., export: _Optional[str] = ..., begin_time: _Optional[float] = ..., hold: _Optional[bool] = ..., user: _Optional[str] = ..., uid: _Optional[int] = ..., gid: _Optional[int] = ..., groups: _Optional[_Iterable[int]] = ..., submit_host: _Optional[str] = ..., nice: _Optional[int] = ..., requeue: _Optional[bool] = ..., constraint: _Optional[str] = ..., exclusive: _Optional[bool] = ..., comment: _Optional[str] = ..., nodelist: _Optional[str] = ..., exclude: _Optional[str] = ..., signal: _Optional[str] = ..., batch: _Optional[bool] = ..., submit_dir: _Optional[str] = ..., array: _Optional[str] = ..., cpus_per_gpu: _Optional[int] = ..., mem_per_gpu: _Optional[int] = ..., dependency: _Optional[str] = ..., kill_on_invalid_dep: _Optional[bool] = ..., reservation: _Optional[str] = ..., gpus_per_task: _Optional[int] = ..., max_nodes: _Optional[int] = ..., min_cpus_per_node: _Optional[int] = ..., overcommit: _Optional[bool] = ..., mem_whole_node: _Optional[bool] = ..., exclusive_user: _Optional[bool] = ..., rlimits: _Optional[_Iterable[str]] = ..., deadline: _Optional[float] = ..., priority: _Optional[int] = ...) -> None: ...
 
 class NodeAllocation(_message.Message):
     __slots__ = ("node", "cpus", "mem", "gpus")
@@ -150,7 +154,7 @@ class NodeAllocation(_message.Message):
     def __init__(self, node: _Optional[str] = ..., cpus: _Optional[int] = ..., mem: _Optional[int] = ..., gpus: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class Job(_message.Message):
-    __slots__ = ("job_id", "spec", "state", "reason", "priority", "submit_time", "eligible_time", "start_time", "end_time", "exit_code", "exit_signal", "allocations", "restart_count", "held", "held_by_admin", "time_limit", "partition", "master_port", "batch_host", "steps", "next_step_id", "expected_start", "array_job_id", "array_task_id", "array_limit", "array_tasks", "factors", "preempt_time", "preempt_mode", "cancelled_by", "state_desc")
+    __slots__ = ("job_id", "spec", "state", "reason", "priority", "submit_time", "eligible_time", "start_time", "end_time", "exit_code", "exit_signal", "allocations", "restart_count", "held", "held_by_admin", "time_limit", "partition", "master_port", "batch_host", "steps", "next_step_id", "expected_start", "array_job_id", "array_task_id", "array_limit", "array_tasks", "factors", "preempt_time", "preempt_mode", "cancelled_by", "state_desc", "direct_priority")
     class FactorsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -189,6 +193,7 @@ class Job(_message.Message):
     PREEMPT_MODE_FIELD_NUMBER: _ClassVar[int]
     CANCELLED_BY_FIELD_NUMBER: _ClassVar[int]
     STATE_DESC_FIELD_NUMBER: _ClassVar[int]
+    DIRECT_PRIORITY_FIELD_NUMBER: _ClassVar[int]
     job_id: int
     spec: JobSpec
     state: str
@@ -220,7 +225,8 @@ class Job(_message.Message):
     preempt_mode: str
     cancelled_by: str
     state_desc: str
-    def __init__(self, job_id: _Optional[int] = ..., spec: _Optional[_Union[JobSpec, _Mapping]] = ..., state: _Optional[str] = ..., reason: _Optional[str] = ..., priority: _Optional[int] = ..., submit_time: _Optional[float] = ..., eligible_time: _Optional[float] = ..., start_time: _Optional[float] = ..., end_time: _Optional[float] = ..., exit_code: _Optional[int] = ..., exit_signal: _Optional[int] = ..., allocations: _Optional[_Iterable[_Union[NodeAllocation, _Mapping]]] = ..., restart_count: _Optional[int] = ..., held: _Optional[bool] = ..., held_by_admin: _Optional[bool] = ..., time_limit: _Optional[int] = ..., partition: _Optional[str] = ..., master_port: _Optional[int] = ..., batch_host: _Optional[str] = ..., steps: _Optional[_Iterable[_Union[Step, _Mapping]]] = ..., next_step_id: _Optional[int] = ..., expected_start: _Optional[float] = ..., array_job_id: _Optional[int] = ..., array_task_id: _Optional[int] = ..., array_limit: _Optional[int] = ..., array_tasks: _Optional[str] = ..., factors: _Optional[_Mapping[str, float]] = ..., preempt_time: _Optional[float] = ..., preempt_mode: _Optional[str] = ..., cancelled_by: _Optional[str] = ..., state_desc: _Optional[str] = ...) -> None: ...
+    direct_priority: bool
+    def __init__(self, job_id: _Optional[int] = ..., spec: _Optional[_Union[JobSpec, _Mapping]] = ..., state: _Optional[str] = ..., reason: _Optional[str] = ..., priority: _Optional[int] = ..., submit_time: _Optional[float] = ..., eligible_time: _Optional[float] = ..., start_time: _Optional[float] = ..., end_time: _Optional[float] = ..., exit_code: _Optional[int] = ..., exit_signal: _Optional[int] = ..., allocations: _Optional[_Iterable[_Union[NodeAllocation, _Mapping]]] = ..., restart_count: _Optional[int] = ..., held: _Optional[bool] = ..., held_by_admin: _Optional[bool] = ..., time_limit: _Optional[int] = ..., partition: _Optional[str] = ..., master_port: _Optional[int] = ..., batch_host: _Optional[str] = ..., steps: _Optional[_Iterable[_Union[Step, _Mapping]]] = ..., next_step_id: _Optional[int] = ..., expected_start: _Optional[float] = ..., array_job_id: _Optional[int] = ..., array_task_id: _Optional[int] = ..., array_limit: _Optional[int] = ..., array_tasks: _Optional[str] = ..., factors: _Optional[_Mapping[str, float]] = ..., preempt_time: _Optional[float] = ..., preempt_mode: _Optional[str] = ..., cancelled_by: _Optional[str] = ..., state_desc: _Optional[str] = ..., direct_priority: _Optional[bool] = ...) -> None: ...
 
 class Step(_message.Message):
     __slots__ = ("step_id", "name", "state", "nodes", "num_tasks", "tasks_per_node", "cpus_per_task", "start_time", "end_time", "exit_code", "exit_signal", "exclusive", "cpus_per_node", "task_nodes", "distribution", "allocations", "gpus_held", "overlap")

@@ -135,14 +135,16 @@ def _typed(gpu_type: str, count: int) -> str:
     return f"{gpu_type}:{count}" if gpu_type else str(count)
 
 
-def gpu_environment(gpus: list[int], fenced: bool = False) -> dict[str, str]:
-    """GPU variables. SLURM_JOB_GPUS names the node's GPU indices; CUDA_VISIBLE_DEVICES counts
-    from 0 when the devices cgroup hides the others (the job then sees only its own, in order),
-    as Slurm does with ConstrainDevices, and names the indices otherwise."""
+def gpu_environment(gpus: list[int], fence: list[int] | None = None) -> dict[str, str]:
+    """GPU variables. SLURM_JOB_GPUS names the node's GPU indices. When the devices cgroup
+    fences the job to `fence` (its GPUs here, in order), the job sees only those, numbered from
+    0 in that order, so CUDA_VISIBLE_DEVICES gives each GPU's place among them, as Slurm does
+    with ConstrainDevices: a step or task with part of the job's GPUs gets its own places, not
+    the first ones. Unfenced, it names the indices."""
     if not gpus:
         return {}
     ids = ",".join(str(g) for g in gpus)
-    visible = ",".join(str(i) for i in range(len(gpus))) if fenced else ids
+    visible = ",".join(str(fence.index(g)) for g in gpus) if fence else ids
     return {"CUDA_VISIBLE_DEVICES": visible, "GPU_DEVICE_ORDINAL": visible, "SLURM_JOB_GPUS": ids,
             "SLURM_STEP_GPUS": ids, "SLURM_GPUS_ON_NODE": str(len(gpus)),
             "CUDA_DEVICE_ORDER": "PCI_BUS_ID", "ROCR_VISIBLE_DEVICES": visible,
@@ -196,7 +198,7 @@ def step_environment(job: Job, cfg: Config, node: str, base: dict[str, str], ste
 
 def task_environment(step_env: dict[str, str], rank: int, local_rank: int, node_index: int,
                      local_tasks: list[int], gpus: list[int] | None = None,
-                     fenced: bool = False) -> dict[str, str]:
+                     fence: list[int] | None = None) -> dict[str, str]:
     env = dict(step_env)
     env.update({
         "SLURM_PROCID": str(rank), "SLURM_LOCALID": str(local_rank), "SLURM_NODEID": str(node_index),
@@ -205,7 +207,7 @@ def task_environment(step_env: dict[str, str], rank: int, local_rank: int, node_
         "NODE_RANK": str(node_index), "GROUP_RANK": str(node_index),
     })
     if gpus is not None:
-        env.update(gpu_environment(gpus, fenced))
+        env.update(gpu_environment(gpus, fence))
     return env
 
 

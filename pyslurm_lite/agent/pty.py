@@ -24,12 +24,13 @@ from .iopaths import CHDIR_REPORT
 
 # After taskmgr's gate (which entered $1, the step's directory): $2 is the slave's name.
 SHIM_TAIL = 'exec <>"$2" >&0 2>&0 || exit 1; ' + CHDIR_REPORT + 'shift 2; exec "$@"'
+MAX_SIDE = 0xFFFF  # rows and columns are unsigned shorts; srun's message may say anything
 TTY_MODE = 0o620  # owner read/write, group tty write (write(1), wall), as login and sshd set
 
 
 def set_winsize(fd: int, rows: int, cols: int) -> None:
     """TIOCSWINSZ: on the master, the kernel also sends SIGWINCH to the foreground group."""
-    if rows > 0 and cols > 0:
+    if 0 < rows <= MAX_SIDE and 0 < cols <= MAX_SIDE:  # what the kernel's struct winsize holds
         fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
 
 
@@ -43,7 +44,7 @@ def open_pty(uid: int, rows: int, cols: int) -> tuple[int, int, str]:
             os.fchown(slave, uid, _tty_group())
             os.fchmod(slave, TTY_MODE)
         set_winsize(master, rows, cols)
-    except OSError:
+    except BaseException:  # nothing root opened for the user is left open behind an error
         os.close(master)
         os.close(slave)
         raise

@@ -35,6 +35,7 @@ from ..model import GpuDevice, Job, NodeAllocation
 from ..rpc import credential
 from ..rpc.credential import Claims, CredentialError
 from . import gpu as gpu_mod
+from . import shellsafe
 from . import spool as spool_mod
 from . import taskprolog
 from .cgroup import Limits, Tracker, step_memory
@@ -124,7 +125,9 @@ class StepManager:
         self.tracker = tracker or Tracker()
         self.cores = CoreMap()
         self.tasks = None  # the TaskManager (srun steps), set by the agent
-        self.job_cgroups: dict[int, bool] = {}  # job id -> GPUs fenced, for jobs with a cgroup here
+        # job id -> the job's GPUs here in the order its tasks see them when the devices cgroup
+        # fences them (None: not fenced), for the jobs with a cgroup here
+        self.job_cgroups: dict[int, list[int] | None] = {}
         self.lock = threading.Lock()
         self._launch_lock = threading.Lock()
         self.running: dict[int, Running] = {}
@@ -178,10 +181,13 @@ class StepManager:
         jdir = spool_mod.fresh_dir(self._job_dir(job))
         return spool_mod.write_script(jdir, job.spec.script, job.spec.uid, job.spec.gid)
 
-    def _limits(self, job: Job, node: str = "") -> tuple[Limits, bool]:
-        """The job's limits here, and whether its GPUs are fenced by the devices cgroup."""
+    def _limits(self, job: Job, node: str = "", job_gpus: list[int] | None = None
+                ) -> tuple[Limits, list[int] | None]:
+        """The job's limits here, and the GPUs its devices cgroup lets through, in order (None
+        when not fenced). job_gpus: the job's GPUs here, when a step's launch names fewer."""
         here = next((a for a in job.allocations if a.node == node), job.allocations[0])
-        mine = {g.index for g in self.gpus if g.index in here.gpus}
+        wanted = here.gpus if job_gpus is None else job_gpus
+        mine = {g.index for g in self.gpus if g.index in wanted}
         numa = {g.numa_node for g in self.gpus if g.index in mine and g.numa_node >= 0}
         deny = [_device_number(g.file) for g in self.gpus if g.index not in mine and g.file]
         # a local cluster's other nodes share this host: their GPUs are fenced off too
@@ -189,7 +195,7 @@ class StepManager:
         deny = list(dict.fromkeys(d for d in deny if d is not None))
         fenced = bool(deny) and self.tracker.fences_devices
         cpus = self.cores.take(job_key(job.job_id), here.cpus, numa)
-        return Limits(mem_mb=here.mem, cpus=cpus, deny_devices=deny), fenced
+        return Limits(mem_mb=here.mem, cpus=cpus, deny_devices=deny), sorted(mine) if fenced else None
 
     def _start(self, job: Job, node_addrs: dict[str, str]) -> Running:
         spec = job.spec
@@ -215,12 +221,13 @@ class StepManager:
                f'{redirect} <"$4" || exit 1; {CHDIR_REPORT}'
                f'{rlimits.shell(spec.rlimits, log)}'  # sbatch's limits, set by the script's shell
                f'{taskprolog.shell(taskprolog.prologs(self.cfg.task_prolog))}'
-               'shift 4; exec "$0" "$@"')
+               'shift 4; set -- "$0" "$@"; ' + shellsafe.RESTORE + 'exec "$@"')
         try:
             proc = subprocess.Popen(
-                ["/bin/sh", "-c", cmd, script, spec.work_dir or "/", out, err,
+                [*shellsafe.BASH, "-c", cmd, script, spec.work_dir or "/", out, err,
                  spec.std_in or "/dev/null", *spec.argv],
-                cwd="/", env=env, start_new_session=True, umask=submitter_umask(spec.environment),
+                cwd="/", env=shellsafe.guard(env), start_new_session=True,
+                umask=submitter_umask(spec.environment),
                 stdin=gate_r, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                 **self._identity(spec, as_root))
         finally:
@@ -240,15 +247,17 @@ class StepManager:
             spool_mod.write_pid(self._job_dir(job), proc.pid, job.restart_count)
         return Running(job=job, proc=proc, pidfd=os.pidfd_open(proc.pid), env=env)
 
-    def ensure_job_cgroup(self, job: Job, node: str) -> bool:
+    def ensure_job_cgroup(self, job: Job, node: str, job_gpus: list[int] | None = None
+                          ) -> list[int] | None:
         """The job's cgroup on this node with its limits, made by whichever of the batch script
-        or a step gets here first. Returns whether the job's GPUs are fenced."""
+        or a step gets here first (a step's launch says the job's GPUs in job_gpus). Returns the
+        GPUs it fences the job to, in the order the job's tasks see them; None: not fenced."""
         with self.lock:
             # srun --mem inside an allocation: the step's cgroup gets its own limit
             self.tracker.limit_steps(job_key(job.job_id), step_memory(job, node))
             if job.job_id in self.job_cgroups:
                 return self.job_cgroups[job.job_id]
-            limits, fenced = self._limits(job, node)
+            limits, fenced = self._limits(job, node, job_gpus)
             self.tracker.create(job_key(job.job_id), limits)
             self.job_cgroups[job.job_id] = fenced
             return fenced

@@ -29,7 +29,7 @@ from ..model import Job
 from ..rpc.credential import Claims, CredentialError
 from . import binding
 from . import pty as ptys
-from . import taskprolog
+from . import shellsafe, taskprolog
 from .cpus import cpulist
 from .iobuf import LineBuffer
 from .env import step_environment, submitter_umask, task_environment
@@ -104,6 +104,7 @@ class TaskManager:
         try:
             run = self._launch(job, launch, claims)
         except Exception as e:  # the step fails on this node; the agent does not
+            self._abandon(job.job_id, launch.step_id)
             log.warning("step %s.%s launch failed: %s", job.job_id, launch.step_id, e)
             yield agent_pb2.StepOutput(error=f"{self.node}: launch failed: {e}")
             return
@@ -111,6 +112,18 @@ class TaskManager:
         threading.Thread(target=self._pump_input, args=(requests, run), daemon=True).start()
         yield agent_pb2.StepOutput(started=True)
         yield from self._outputs(run)
+
+    def _abandon(self, job_id: int, step_id: int) -> None:
+        """A launch that failed part way: the tasks it started are killed, its terminal closed
+        and its record dropped, so nothing runs unwatched and the step id may be launched again."""
+        with self.lock:
+            run = self.runs.pop((job_id, step_id), None)
+        if run is None:
+            return
+        self._kill(run, signal.SIGKILL)
+        self._close_pty(run)
+        for proc in run.procs.values():
+            proc.wait()
 
     def _outputs(self, run: StepRun):
         remaining = len(run.procs)
@@ -189,7 +202,8 @@ class TaskManager:
             if (job.job_id, launch.step_id) in self.runs:
                 raise RuntimeError("step already launched here")
             self.runs[(job.job_id, launch.step_id)] = run
-        fenced = self.steps.ensure_job_cgroup(job, self.node)
+        share = claims.alloc.get(self.node)
+        fenced = self.steps.ensure_job_cgroup(job, self.node, share.fence_gpus if share else None)
         addrs = dict(a.split("=", 1) for a in launch.node_addrs if "=" in a)
         nodes = list(launch.step_nodes)
         node_index = nodes.index(self.node)
@@ -275,7 +289,7 @@ class TaskManager:
                     claims: Claims, cpus: set[int] | None = None):
         cmd, stdout, stderr, slave = self._command(job, launch, rank, run, claims.uid)
         gate_r, gate_w = os.pipe()
-        env = dict(env, GATE_FD=str(gate_r))
+        env = shellsafe.guard(dict(env, GATE_FD=str(gate_r)))
         wants_stdin = _reads_stdin(launch, rank)
         try:
             # cwd="/": root enters no directory of the user's; the shim does, as the user
@@ -322,22 +336,22 @@ class TaskManager:
         argv, cwd = list(launch.argv), launch.cwd or "/"
         # srun's limits (PropagateResourceLimits), set by the task on itself, then the prologs
         prologs = rlimits.shell(launch.rlimits, log) + taskprolog.shell(
-            taskprolog.prologs(self.steps.cfg.task_prolog, launch.task_prolog))
+            taskprolog.prologs(self.steps.cfg.task_prolog, launch.task_prolog)) + shellsafe.RESTORE
         if launch.pty and rank == 0:
             run.pty, slave, name = ptys.open_pty(uid, launch.winsize.rows, launch.winsize.cols)
             shim = taskprolog.before_exec(SHIM_PTY, prologs)
-            return ["/bin/bash", "-c", shim, "shim", cwd, name, *argv], slave, slave, slave
+            return [*shellsafe.BASH, "-c", shim, "shim", cwd, name, *argv], slave, slave, slave
         if launch.pty:  # Slurm's --pty: the other tasks' output goes to /dev/null
             out = err = "/dev/null"
         else:
             out = self._path(launch.std_out, job, launch, rank) if launch.std_out else ""
             err = self._path(launch.std_err, job, launch, rank) if launch.std_err else out
         if out or err:
-            return (["/bin/bash", "-c", taskprolog.before_exec(SHIM_FILES, prologs), "shim", cwd,
+            return ([*shellsafe.BASH, "-c", taskprolog.before_exec(SHIM_FILES, prologs), "shim", cwd,
                      out, err, *argv],
                     subprocess.DEVNULL if out else subprocess.PIPE,
                     subprocess.DEVNULL if err else subprocess.PIPE, None)
-        return (["/bin/bash", "-c", taskprolog.before_exec(SHIM, prologs), "shim", cwd, *argv],
+        return ([*shellsafe.BASH, "-c", taskprolog.before_exec(SHIM, prologs), "shim", cwd, *argv],
                 subprocess.PIPE, subprocess.PIPE, None)
 
     @staticmethod

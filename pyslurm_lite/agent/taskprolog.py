@@ -30,8 +30,11 @@ import os
 import shlex
 import signal
 import subprocess
-import tempfile
+import select
+import threading
 from dataclasses import dataclass
+
+from . import shellsafe
 
 log = logging.getLogger("pyslurm_lite.agent.taskprolog")
 
@@ -120,7 +123,7 @@ def before_exec(shim: str, fragment: str, exec_word: str = 'exec "$@"') -> str:
 # execs the program as slurmstepd does (execve(path, [path], env)).
 _EPILOG_SHIM = ('read -r go <&"$GATE_FD"; exec {GATE_FD}<&-; unset GATE_FD; '
                 '[ "$go" = go ] || exit 111; CDPATH= cd -P -- "$1" 2>/dev/null || cd /; '
-                'exec "$2"')
+                'set -- "$2"; ' + shellsafe.RESTORE + 'exec "$@"')
 
 
 @dataclass
@@ -144,13 +147,46 @@ def run_epilog(ep: Epilog, env: dict, cwd: str, popen_identity: dict, umask: int
                enter) -> tuple[int, bytes]:
     """Run one epilog to its end: (its status, its stderr). enter(pid) puts the process in the
     step's cgroup before it may run. Its stdout goes nowhere, as slurmstepd's does."""
-    with tempfile.TemporaryFile() as err:  # a file, not a pipe: a child it leaves holding
-        rc = _run(ep, env, cwd, popen_identity, umask, enter, err)  # stderr cannot hold us
-        err.seek(0)
-        text = err.read(_ERR_MAX)
+    r, w = os.pipe()
+    kept = _Capture(r)
+    try:
+        rc = _run(ep, env, cwd, popen_identity, umask, enter, w)
+    finally:
+        os.close(w)
+    # a child it leaves holding stderr cannot hold us: what is there now is all we wait for
+    text = kept.stop()
     if rc:
         log.warning("%s failed status=%d (%s)", ep.what, rc, ep.path)
     return rc, text
+
+
+class _Capture:
+    """An epilog's stderr, through a pipe: the first _ERR_MAX bytes kept, the rest read and
+    dropped, so a user's epilog writing without end fills neither memory nor the agent's disk."""
+
+    def __init__(self, fd: int):
+        self.fd, self.data, self.done = fd, bytearray(), threading.Event()
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self) -> None:
+        try:
+            while not self.done.is_set():
+                ready, _, _ = select.select([self.fd], [], [], 0.1)
+                if not ready:
+                    continue
+                chunk = os.read(self.fd, 65536)
+                if not chunk:
+                    return
+                self.data += chunk[:max(_ERR_MAX - len(self.data), 0)]
+        finally:
+            os.close(self.fd)
+
+    def stop(self, linger: float = 0.5) -> bytes:
+        self.thread.join(linger)  # ends at EOF, unless something the epilog left still writes
+        self.done.set()
+        self.thread.join()
+        return bytes(self.data)
 
 
 def _run(ep: Epilog, env: dict, cwd: str, popen_identity: dict, umask: int, enter, err) -> int:
@@ -158,8 +194,8 @@ def _run(ep: Epilog, env: dict, cwd: str, popen_identity: dict, umask: int, ente
     env = dict(env, SLURM_SCRIPT_CONTEXT="epilog_task", GATE_FD=str(gate_r))
     try:
         proc = subprocess.Popen(
-            ["/bin/bash", "-c", _EPILOG_SHIM, "slurm_task_epilog", cwd or "/", ep.path],
-            cwd="/", env=env, pass_fds=(gate_r,), start_new_session=True, umask=umask,
+            [*shellsafe.BASH, "-c", _EPILOG_SHIM, "slurm_task_epilog", cwd or "/", ep.path],
+            cwd="/", env=shellsafe.guard(env), pass_fds=(gate_r,), start_new_session=True, umask=umask,
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
             **popen_identity)
     finally:

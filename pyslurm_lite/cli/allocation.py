@@ -18,7 +18,8 @@ IMMEDIATE_FLOOR = 1.0
 BUSY = "Requested nodes are busy"  # ESLURM_NODES_BUSY
 NOT_TOP = "Immediate execution impossible, insufficient priority"  # ESLURM_NOT_TOP_PRIORITY
 NODE_CONFIG = "Requested node configuration is not available"  # ..._NODE_CONFIG_UNAVAILABLE
-FINAL = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "PREEMPTED"}
+FINAL = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "PREEMPTED",
+         "BOOT_FAIL", "DEADLINE"}
 
 
 def allocate(client, spec: JobSpec, prog: str, quiet: bool = False, immediate: str | None = None):

@@ -32,7 +32,8 @@ _END = " end"
 NAMES_PER_LINE = 8  # short lines: some resolvers read /etc/hosts with a fixed line buffer
 
 
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9.-]{0,62}")
+# a plain, unqualified host name: a dotted one could take over a real host's name
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,62}")
 
 
 def entries(cfg) -> dict[str, list[str]]:
@@ -47,11 +48,13 @@ def entries(cfg) -> dict[str, list[str]]:
 
 
 def _is_address(text: str) -> bool:
+    """A loopback address (a local cluster's nodes all live on this host), without an IPv6
+    scope id (which may hold blanks, and so more names)."""
     try:
-        ipaddress.ip_address(text)
+        ip = ipaddress.ip_address(text)
     except ValueError:
         return False
-    return True
+    return ip.is_loopback and getattr(ip, "scope_id", None) is None
 
 
 def block(directory: str, addrs: dict[str, list[str]]) -> list[str]:
@@ -113,6 +116,7 @@ def edit(directory: str, addrs: dict[str, list[str]] | None, path: str = HOSTS) 
     Returns the conflicts found; OSError when the file cannot be written."""
     if any(c in directory for c in "\r\n"):
         raise OSError(f"a cluster directory with a line break in its name: {directory!r}")
+    _trusted(directory)
     with open(path, "r+", encoding="utf-8") as f:
         fcntl.flock(f, fcntl.LOCK_EX)
         text = f.read()
@@ -122,6 +126,17 @@ def edit(directory: str, addrs: dict[str, list[str]] | None, path: str = HOSTS) 
             f.write(new)
             f.truncate()
         return conflicts(text, addrs or {})
+
+
+def _trusted(directory: str) -> None:
+    """Root writes a system file from DIR/slurm.conf only when no other user could have
+    written that file or replaced it: it and DIR are root's (or this user's) and neither is
+    writable by group or others."""
+    me = os.geteuid()
+    for path in (directory, os.path.join(directory, "slurm.conf")):
+        st = os.stat(path)
+        if st.st_uid not in (0, me) or st.st_mode & 0o022:
+            raise OSError(f"{path} could be written by another user than root")
 
 
 def has_block(directory: str, path: str = HOSTS) -> bool:

@@ -145,6 +145,8 @@ def _add_implemented(p) -> None:
     a("-d", "--dependency")
     a("--kill-on-invalid-dep")
     a("--reservation")
+    a("--deadline")
+    a("--priority")  # a number, or TOP; only an operator's is kept (the controller says so)
     a("-Q", "--quiet", action="store_true", default=None)
     # --immediate[=secs]: sbatch, salloc and srun give up when the job does not start at once
     # (srun inside an allocation: when its step cannot be created at once)
@@ -162,7 +164,7 @@ def _add_unsupported(p) -> None:
                   "--sockets-per-node", "--ntasks-per-socket", "--ntasks-per-core",
                   ("-B", "--extra-node-info"), "--switches", "--delay-boot", "--power",
                   "--profile", "--acctg-freq", ("-S", "--core-spec"), "--thread-spec", "--bb",
-                  "--bbf", "--container", "--gpu-freq", "--deadline", "--priority"):
+                  "--bbf", "--container", "--gpu-freq"):
         unsupported(p, *((value,) if isinstance(value, str) else value))
     # -s: jobs here never share CPUs, as under Slurm's default OverSubscribe=NO partitions
     for value in ("--contiguous", "--spread-job", ("-k", "--no-kill"), ("-s", "--oversubscribe")):

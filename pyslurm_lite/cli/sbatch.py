@@ -261,6 +261,41 @@ def _placement_and_time(ns, spec: JobSpec) -> None:
         parse_dependency(ns.dependency)  # a malformed dependency is refused at submit
         spec.dependency = ns.dependency
     spec.kill_on_invalid_dep = str(ns.kill_on_invalid_dep or "").lower() in ("yes", "1", "true")
+    _deadline(ns, spec)
+    spec.priority = parse_priority(ns.priority) if ns.priority is not None else -1
+
+
+def _deadline(ns, spec: JobSpec) -> None:
+    """--deadline=TIME, in --begin's formats; a deadline before --begin is refused here, as
+    Slurm's commands do (a past one by the controller)."""
+    from ..units import parse_begin_time
+    if not ns.deadline:
+        return
+    try:
+        spec.deadline = parse_begin_time(ns.deadline)
+    except InvalidRequest:
+        raise InvalidRequest("Invalid --deadline specification") from None
+    if spec.begin_time and spec.deadline < spec.begin_time:
+        raise InvalidRequest("Incompatible begin and deadline time specification")
+
+
+PRIORITY_TOP = 0xFFFFFFFD  # --priority=TOP: Slurm's NO_VAL - 1, above any computed priority
+
+
+def parse_priority(text: str) -> int:
+    """--priority=N|TOP, Slurm's bounds and words. Slurm reads a non-number as 0, which holds
+    the job: refused here instead, since a typo silently holding a job is worse."""
+    if text.strip().upper() == "TOP":
+        return PRIORITY_TOP
+    try:
+        value = int(text)
+    except ValueError:
+        raise InvalidRequest(f"Invalid --priority specification: {text}") from None
+    if value < 0:
+        raise InvalidRequest("Priority must be >= 0")
+    if value >= 0xFFFFFFFE:
+        raise InvalidRequest(f"Priority must be < {0xFFFFFFFE}")
+    return value
 
 
 def _exclusive(ns, spec: JobSpec) -> None:

@@ -24,6 +24,7 @@ FIELDS = [
     ("ArrayTaskThrottle", 10, "ArrayTaskThrottle"), ("MinMemoryNode", 10, "MinMemoryNode"),
     ("Features", 1, "Features"), ("ReqNodeList", 8, "ReqNodeList"),
     ("NodeList", 8, "ReqNodeList"), ("ExcNodeList", 3, "ExcNodeList"),
+    ("Priority", 2, "Priority"), ("Deadline", 3, "Deadline"),
 ]
 
 
@@ -72,6 +73,8 @@ def parse(args: list[str]) -> tuple[str, dict[str, str]]:
 
 def _checked(field: str, value: str) -> str:
     """What scontrol itself refuses before asking the controller."""
+    if field == "Priority" and not (value.isdigit() and int(value) <= 0xFFFFFFFF):
+        fail(PROG, f"Invalid Priority value: {value}")  # scontrol's parse_uint32
     if field == "TimeLimit":
         from ..units import parse_time_limit
         try:

@@ -76,6 +76,7 @@ class Controller:
         jobs only, as Slurm's event-triggered main scheduler looks at the top of the queue; the
         periodic pass tries bf_max_job_test of them."""
         began = time.perf_counter()
+        self.jobs.deadlines(now)  # before the snapshot, so none past its deadline starts
         with self.state.lock:
             snap = self.state.snapshot()
         config = self.sched_config if full else self.event_config
@@ -95,6 +96,7 @@ class Controller:
             self._priorities_at = now
         self.dispatch.send(self.jobs.signal_warnings(now))
         self.dispatch.send(self.jobs.time_limits(now))
+        self.jobs.deadlines(now)  # a deadline passes between scheduling passes too
         self.dispatch.send(self.jobs.preemptions_due(now))
         self.dispatch.send(self.nodes.monitor(now))
         self.forget_ended_jobs(now)

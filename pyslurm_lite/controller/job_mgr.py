@@ -14,13 +14,14 @@ from dataclasses import dataclass, field
 
 from ..config import collect
 from ..errors import InvalidRequest, NotFound, PermissionDenied, StaleState, Unsatisfiable
-from ..model import Job, JobSpec, JobState, NodeAllocation, Reason
+from ..model import UNLIMITED, Job, JobSpec, JobState, NodeAllocation, Reason
 from ..sched import Plan
 from ..sched.placement import spec_for_nodes
 from ..units import parse_signal_spec
 from .auth import Caller, Users, allowed, require
 from .state import ClusterState
-from .validate import check_job_counts, validate_spec
+from .job_update import AppliedWithError
+from .validate import check_deadline, check_job_counts, validate_spec
 
 __all__ = ["Caller", "Effects", "Ending", "JobFilter", "JobManager", "Launch", "Signal"]
 
@@ -30,6 +31,11 @@ BASE_PRIORITY = 4294901759  # priority/basic: Slurm's first job priority, decrea
 MASTER_PORT_BASE = 29500  # MASTER_PORT range for distributed training, one port per job
 MASTER_PORT_RANGE = 2000
 PREEMPT_REQUEUE_DELAY = 5.0  # seconds a preempted, requeued job waits before it may start again
+NO_PRIORITY = -1  # JobSpec.priority: --priority not given
+# What a non-operator's --priority becomes: slurmctld (validate_job_create_req) drops it without
+# a word; here the submitting command is told, since nothing may differ silently.
+PRIORITY_DROPPED = ("--priority={} was ignored: only an operator (root, SlurmUser or an "
+                    "AdminUsers member) may set a job's priority")
 
 
 @dataclass
@@ -126,17 +132,30 @@ class JobManager:
         self.users = users or Users(state.cfg)
 
     # ---- submit -------------------------------------------------------------------------------
-    def submit(self, spec: JobSpec, caller: Caller) -> int:
+    def submit(self, spec: JobSpec, caller: Caller, warnings: list[str] | None = None) -> int:
+        """warnings: gets what was changed in the request, for the command to print."""
         if spec.array:
-            return self._submit_array(spec, caller)
-        return self.submit_many([spec], caller)[0]
+            return self._submit_array(spec, caller, warnings)
+        return self.submit_many([spec], caller, warnings)[0]
 
-    def _submit_array(self, spec: JobSpec, caller: Caller) -> int:
+    def _screen(self, spec: JobSpec, caller: Caller, warnings: list[str] | None) -> None:
+        """Submit-time rules on the caller: --priority is an operator's (0, a hold, anyone's);
+        a deadline already past is refused."""
+        if spec.priority not in (NO_PRIORITY, 0) and not caller.operator:
+            if warnings is not None:
+                warnings.append(PRIORITY_DROPPED.format(spec.priority))
+            spec.priority = NO_PRIORITY
+        if spec.priority == 0:
+            spec.hold = True
+        check_deadline(spec, self.s.clock())
+
+    def _submit_array(self, spec: JobSpec, caller: Caller, warnings: list[str] | None = None) -> int:
         """An array is a job per index, with consecutive ids from the array's own, committed
         together; returns the array's id (the first task's). The spec is checked once, and its
         size before any task is made (MaxArraySize)."""
         from .. import arrays
         self.users.bind_submission(spec, caller)
+        self._screen(spec, caller, warnings)
         part, limit = validate_spec(self.s.cfg, spec, self.s.reservations,
                                     operator=allowed("negative_nice", caller))
         indices, throttle = arrays.parse(spec.array, self.s.cfg.max_array_size)
@@ -144,13 +163,15 @@ class JobManager:
                  for _ in indices]
         return self._accept(tasks, caller, array=(indices, throttle, arrays.fold(indices)))[0]
 
-    def submit_many(self, specs: list[JobSpec], caller: Caller) -> list[int]:
+    def submit_many(self, specs: list[JobSpec], caller: Caller,
+                    warnings: list[str] | None = None) -> list[int]:
         """Validate every spec (all or nothing), commit the jobs, then make them visible."""
         if not specs:
             return []
         checked = []
         for spec in specs:
             self.users.bind_submission(spec, caller)
+            self._screen(spec, caller, warnings)
             checked.append((spec, *validate_spec(self.s.cfg, spec, self.s.reservations,
                                                  operator=allowed("negative_nice", caller))))
         return self._accept(checked, caller)
@@ -177,7 +198,8 @@ class JobManager:
         for job_id, (spec, part, limit) in enumerate(checked, first):
             jobs.append(Job(job_id=job_id, spec=spec, submit_time=now,
                             eligible_time=spec.begin_time or now,
-                            priority=max(BASE_PRIORITY - job_id, 1), held=spec.hold,
+                            priority=_initial_priority(spec, job_id), held=spec.hold,
+                            direct_priority=spec.priority > 0,
                             time_limit=limit, partition=part.name,
                             reason=Reason.HELD_USER if spec.hold else Reason.NONE))
             if array is not None:
@@ -307,6 +329,9 @@ class JobManager:
                         effects.extend(self._apply_action(job, action, caller))
                     changed.append(job)
                     done.append(job.job_id)
+                except AppliedWithError as e:  # made, and still an error to the caller
+                    changed.append(job)
+                    errors.append((_label(job, ids), e.message))
                 except (NotFound, PermissionDenied, StaleState, InvalidRequest, Unsatisfiable) as e:
                     errors.append((_label(job, ids), e.message))
             self.s.save(changed)
@@ -470,6 +495,7 @@ class JobManager:
         job.batch_host = allocations[0].node
         job.state, job.reason, job.state_desc = JobState.RUNNING, Reason.NONE, ""
         job.start_time, job.end_time = now, 0.0
+        job.time_limit = limit_to_deadline(job, now)
         job.master_port = self._free_master_port(job)
         self.s.hold_allocations(job)
 
@@ -539,6 +565,8 @@ class JobManager:
             pending = [j for j in self.s.jobs.values() if j.state == JobState.PENDING]
             shares = prio.fairshare(usage, {j.spec.user for j in pending})
             for job in pending:
+                if job.direct_priority:
+                    continue  # an operator's value stays (Slurm's direct_set_prio)
                 part = cfg.partitions.get(job.partition)
                 f = prio.factors(job.eligible_time or job.submit_time, now,
                                  job.spec.cpus_on_node(0) * job.spec.num_nodes, total_cpus,
@@ -586,6 +614,28 @@ class JobManager:
                                            steps_only=not batch) for n in nodes]
         return effects
 
+    def deadlines(self, now: float) -> list[Job]:
+        """End pending jobs that can no longer finish by their --deadline: state DEADLINE,
+        reason DeadLine, exit code 1, as Slurm's schedulers do for the jobs they consider
+        (so not held ones, nor ones waiting on a dependency or a begin time)."""
+        ended = []
+        with self.s.lock:
+            for job in self.s.jobs.values():
+                if job.state != JobState.PENDING or job.held or job.eligible_time > now \
+                        or job.reason in (Reason.DEPENDENCY, Reason.DEPENDENCY_NEVER) \
+                        or not deadline_passed(job, now):
+                    continue
+                self._end(job, JobState.DEADLINE, Reason.DEADLINE, now)
+                # Slurm stores a raw wait status of 1 (sacct's ExitCode 0:1), and the
+                # start time too, so that accounting shows no wait past its end
+                job.exit_code, job.exit_signal, job.start_time = 0, 1, now
+                log.info("job %s could not end by its deadline and is cancelled", job.job_id)
+                ended.append(job)
+            self.s.save(ended)
+        if ended:
+            self.s.changed.set()
+        return ended
+
     def time_limits(self, now: float) -> Effects:
         """End RUNNING jobs past their time limit with TIMEOUT (SIGTERM, SIGKILL after KillWait)."""
         effects, ended = Effects(), []
@@ -597,6 +647,30 @@ class JobManager:
                     ended.append(job)
             self.s.save(ended)
         return effects
+
+
+def _initial_priority(spec: JobSpec, job_id: int) -> int:
+    """An operator's --priority, else priority/basic's (multifactor recomputes it)."""
+    return spec.priority if spec.priority > 0 else max(BASE_PRIORITY - job_id, 1)
+
+
+def deadline_passed(job: Job, now: float) -> bool:
+    """Slurm's deadline_ok, negated: can this pending job no longer end by its deadline if it
+    started now? Its time limit must fit; a job without one needs a minute (Slurm sets its
+    --time-min to 1)."""
+    if not job.spec.deadline:
+        return False
+    needed = job.time_limit if job.time_limit > 0 and job.time_limit != UNLIMITED else 1
+    return job.spec.deadline < now + needed * 60
+
+
+def limit_to_deadline(job: Job, now: float) -> int:
+    """A starting job's time limit: one without a limit gets the minutes left to its deadline
+    (Slurm's deadline_time_limit), so it ends TIMEOUT by then; one with a limit keeps it, as
+    deadline_passed has checked it fits."""
+    if job.spec.deadline and (job.time_limit <= 0 or job.time_limit == UNLIMITED):
+        return max(int((job.spec.deadline - now) // 60), 1)
+    return job.time_limit
 
 
 def _label(job: Job, ids: set[int]):

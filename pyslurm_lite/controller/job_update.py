@@ -6,7 +6,16 @@ Rules, as slurmctld's _update_job (22.05):
     Nice        a negative value is an operator's
     Partition, NumNodes, QOS, Dependency, StartTime, MinMemoryNode, Features, ReqNodeList,
     ExcNodeList: the job must be pending ("Job is no longer pending execution")
-    Name, Comment, TimeLimit, Nice, ArrayTaskThrottle: pending or running
+    Name, Comment, TimeLimit, Nice, ArrayTaskThrottle, Priority: pending or running
+    Priority    an operator sets any value, kept from then on (multifactor leaves it); the
+                owner may only lower it, and is told "Changes to job priority are not
+                persistent, change nice instead" though the value is set (as Slurm does:
+                multifactor's next pass recomputes it). 0 holds the job; on a held job any
+                other value is refused ("Job is in held state, pending scheduler release");
+                4294967295 (Slurm's INFINITE) releases it, or gives an operator's job back to
+                the computed priority
+    Deadline    an operator's, on a job not running, never in the past ("Invalid time
+                specified")
     a finished job changes no more ("Job has already finished")
 
 Worked example: a user's pending job 7 has TimeLimit=10. `TimeLimit=5 Partition=debug` lowers
@@ -21,13 +30,22 @@ from __future__ import annotations
 import dataclasses
 
 from ..errors import InvalidRequest, PermissionDenied, StaleState
-from ..model import UNLIMITED, Job, JobState
+from ..model import UNLIMITED, Job, JobState, Reason
 from ..units import parse_begin_time, parse_memory, parse_time_limit
 
 DENIED = "Access/permission denied"
 NOT_PENDING = "Job is no longer pending execution"
 FINISHED = "Job has already finished"
 INVALID_TIME_LIMIT = "Requested time limit is invalid (missing or exceeds some limit)"
+PRIO_RESET_FAIL = "Changes to job priority are not persistent, change nice instead"
+JOB_HELD = "Job is in held state, pending scheduler release"
+INFINITE = 0xFFFFFFFF  # Priority=INFINITE: release, or back to the computed priority
+
+
+class AppliedWithError(InvalidRequest):
+    """The change is made, and still answered with an error, as slurmctld does for a
+    non-operator's lower priority (ESLURM_PRIO_RESET_FAIL): the caller saves the job and
+    reports the error."""
 
 # Slurm's field names (as scontrol spells them) -> the canonical one we handle. The CLI maps
 # the user's spelling (any case, Slurm's aliases) to these; the controller accepts only these.
@@ -38,7 +56,7 @@ FIELDS = {
     "begintime": "StartTime", "eligibletime": "StartTime",
     "arraytaskthrottle": "ArrayTaskThrottle", "minmemorynode": "MinMemoryNode",
     "features": "Features", "reqnodelist": "ReqNodeList", "nodelist": "ReqNodeList",
-    "excnodelist": "ExcNodeList",
+    "excnodelist": "ExcNodeList", "priority": "Priority", "deadline": "Deadline",
 }
 PENDING_ONLY = {"Partition", "NumNodes", "Dependency", "QOS", "StartTime", "MinMemoryNode",
                 "Features", "ReqNodeList", "ExcNodeList"}
@@ -64,6 +82,7 @@ def apply(job: Job, changes: dict[str, str], ctx: Context) -> list[str]:
         raise StaleState(FINISHED)
     if job.state != JobState.PENDING and PENDING_ONLY & set(changes):
         raise StaleState(NOT_PENDING)
+    priority_before = job.priority
     spec = dataclasses.replace(job.spec, environment={}, script="")
     new = dataclasses.replace(job, spec=spec)
     for name, value in changes.items():
@@ -73,6 +92,8 @@ def apply(job: Job, changes: dict[str, str], ctx: Context) -> list[str]:
     elif "TimeLimit" in changes and not ctx.operator:
         _check_max_time(new, ctx)
     _copy_back(job, new)
+    if "Priority" in changes and not ctx.operator and job.priority != priority_before:
+        raise AppliedWithError(PRIO_RESET_FAIL)
     return list(changes)
 
 
@@ -107,11 +128,12 @@ def _check_max_time(job: Job, ctx: Context) -> None:
 
 
 def _time_limit(job: Job, value: str, ctx: Context) -> None:
+    from .validate import MAX_TIME_LIMIT
     try:
         minutes = parse_time_limit(value)
     except InvalidRequest:
         raise InvalidRequest("Invalid time limit specification") from None
-    if minutes == 0:
+    if minutes == 0 or minutes != UNLIMITED and not 0 < minutes <= MAX_TIME_LIMIT:  # as at submit
         raise InvalidRequest(INVALID_TIME_LIMIT)
     raising = minutes == UNLIMITED and job.time_limit != UNLIMITED or \
         job.time_limit != UNLIMITED and minutes > job.time_limit
@@ -154,7 +176,8 @@ def _nice(job: Job, value: str, ctx: Context) -> None:
         raise PermissionDenied(DENIED)
     # priority/basic keeps a job's priority; nice shifts it as Slurm's does (multifactor
     # recomputes it from spec.nice each pass anyway)
-    job.priority = max(job.priority - (nice - job.spec.nice), 1)
+    if not job.direct_priority:  # an operator's priority stays as set (Slurm ignores nice then)
+        job.priority = max(job.priority - (nice - job.spec.nice), 1)
     job.spec.nice = nice
 
 
@@ -204,10 +227,65 @@ def _node_list(field: str):
     return setter
 
 
+def _priority(job: Job, value: str, ctx: Context) -> None:
+    """slurmctld's _update_job, Priority: see the module's table."""
+    from .job_mgr import BASE_PRIORITY
+    if not value.isdigit() or int(value) > INFINITE:
+        raise InvalidRequest(f"Invalid Priority value: {value[:32]}")
+    prio = int(value)
+    if job.held:
+        _held_priority(job, prio, ctx)
+    elif prio == INFINITE:
+        if ctx.operator and job.direct_priority:  # back to the computed one
+            job.direct_priority = False
+            job.priority = max(BASE_PRIORITY - job.job_id, 1)
+    elif prio == job.priority:
+        return
+    elif ctx.operator or prio < job.priority:
+        if job.state != JobState.PENDING and prio == 0:
+            raise StaleState(NOT_PENDING)  # a hold is for a pending job
+        job.spec.nice = 0  # Slurm resets nice with a set priority
+        if prio == 0:
+            job.held, job.held_by_admin = True, ctx.operator
+            job.reason = Reason.HELD_ADMIN if ctx.operator else Reason.HELD_USER
+        else:
+            job.priority, job.direct_priority = prio, ctx.operator or job.direct_priority
+    else:
+        raise PermissionDenied(DENIED)
+
+
+def _held_priority(job: Job, prio: int, ctx: Context) -> None:
+    """A held job: 0 again changes nothing, INFINITE releases (an admin hold only for an
+    operator), any other value is refused."""
+    if prio == 0:
+        return
+    if prio != INFINITE:
+        raise StaleState(JOB_HELD)
+    if job.held_by_admin and not ctx.operator:
+        raise PermissionDenied(DENIED)
+    job.held = job.held_by_admin = False
+    job.reason = Reason.NONE
+
+
+def _deadline(job: Job, value: str, ctx: Context) -> None:
+    if job.state == JobState.RUNNING:
+        raise StaleState(NOT_PENDING)
+    try:
+        when = parse_begin_time(value, ctx.now)
+    except InvalidRequest:
+        raise InvalidRequest("Invalid time specified") from None
+    if when < ctx.now:
+        raise InvalidRequest("Invalid time specified")
+    if not ctx.operator:
+        raise PermissionDenied(DENIED)
+    job.spec.deadline = when
+
+
 _SETTERS = {
     "TimeLimit": _time_limit, "Partition": _partition, "NumNodes": _num_nodes,
     "Dependency": _dependency, "Nice": _nice, "QOS": _qos, "JobName": _text("name"),
     "Comment": _text("comment"), "StartTime": _start_time, "ArrayTaskThrottle": _throttle,
     "MinMemoryNode": _min_memory, "Features": _text("constraint"),
     "ReqNodeList": _node_list("nodelist"), "ExcNodeList": _node_list("exclude"),
+    "Priority": _priority, "Deadline": _deadline,
 }

@@ -121,7 +121,9 @@ class ControllerServicer(controller_pb2_grpc.ControllerServicer):
     @rpc_method
     def SubmitJob(self, request, context):
         spec = wire.from_msg(request.spec, JobSpec)
-        return pb.SubmitJobReply(job_id=self.jobs.submit(spec, self._caller()))
+        warnings: list[str] = []
+        job_id = self.jobs.submit(spec, self._caller(), warnings)
+        return pb.SubmitJobReply(job_id=job_id, warnings=warnings)
 
     @rpc_method
     def SubmitJobs(self, request, context):

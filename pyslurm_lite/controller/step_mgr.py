@@ -20,7 +20,6 @@ available"). A step that asks for no memory or GPUs gets the job's, and holds no
 
 from __future__ import annotations
 
-import dataclasses
 import signal as _signal
 from dataclasses import dataclass
 
@@ -121,8 +120,8 @@ class StepManager:
             job.steps.append(step)
             self.s.save([job])  # recorded before anything can run
         credential_ = credential.sign_job(lambda n: self.keyring.key_for(f"node:{n}"),
-                                          _with_step_gpus(job, step), step.step_id, step.nodes,
-                                          self.s.cfg.cred_expire)
+                                          job, step.step_id, step.nodes, self.s.cfg.cred_expire,
+                                          step_gpus={a.node: a.gpus for a in step.allocations})
         return step, job, credential_
 
     def _step_nodes(self, job: Job, num_nodes: int, num_tasks: int, per_node: int,
@@ -233,11 +232,3 @@ def _pick_gpus(gpus: list[int], busy: set[int], want: int, overlap: bool) -> lis
     if len(free) < want and not overlap:
         raise StaleState(BUSY)
     return sorted((free + [g for g in gpus if g in busy])[:want])
-
-
-def _with_step_gpus(job: Job, step: Step) -> Job:
-    """The job as the step's launch credential describes it: its CPUs and memory on each node
-    (the job's cgroup is made from them), and the step's GPUs, which its tasks see."""
-    gpus = {a.node: a.gpus for a in step.allocations}
-    return dataclasses.replace(job, allocations=[
-        dataclasses.replace(a, gpus=list(gpus.get(a.node, a.gpus))) for a in job.allocations])

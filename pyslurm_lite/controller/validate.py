@@ -178,11 +178,23 @@ def _check_nodelist(cfg: Config, spec: JobSpec, part: Partition, nodes: list[Nod
         raise Unsatisfiable(NODE_CONFIG_UNAVAILABLE)
 
 
+def _check_rlimits(spec: JobSpec) -> None:
+    """The propagated resource limits, refused at submit rather than failing the launch."""
+    from .. import rlimits
+    if len(spec.rlimits) > len(rlimits.LIMITS):
+        raise InvalidRequest("Invalid resource limits")
+    try:
+        rlimits.decode(spec.rlimits)
+    except ValueError as e:
+        raise InvalidRequest(f"Invalid resource limits: {e}") from None
+
+
 def check_limits(cfg: Config, spec: JobSpec, operator: bool = False) -> None:
     """Everything about a spec that needs no partition or node: strings, sizes, numbers, the
     array. Cheapest first; nothing here builds anything as large as the input."""
     _check_strings(spec)
     _check_sizes(cfg, spec)
+    _check_rlimits(spec)
     if spec.array:
         arrays.check(spec.array, cfg.max_array_size)
     _check_counts(spec)
@@ -280,6 +292,18 @@ def _check_time(spec: JobSpec) -> None:
         raise InvalidRequest(INVALID_TIME_LIMIT)
     if not 0 <= (spec.begin_time or 0.0) <= MAX_TIMESTAMP:  # also false for NaN
         raise InvalidRequest(INVALID_TIME_VALUE)
+
+
+def check_deadline(spec: JobSpec, now: float) -> None:
+    """--deadline at submit, as slurmctld's _part_access_check: one already past is refused.
+    One too close for the time limit is accepted there and ended DEADLINE by the first
+    scheduling pass (job_mgr.deadlines), as in Slurm."""
+    if not spec.deadline:
+        return
+    if not 0 < spec.deadline <= MAX_TIMESTAMP:  # also false for NaN
+        raise InvalidRequest(INVALID_TIME_VALUE)
+    if spec.deadline < now:
+        raise InvalidRequest(INVALID_TIME_LIMIT)
 
 
 def _check_nice(spec: JobSpec, operator: bool) -> None:

@@ -34,7 +34,12 @@ class CredentialError(PermissionDenied):
 class NodeShare:
     cpus: int = 0
     mem: int = 0  # MiB
-    gpus: list[int] = field(default_factory=list)
+    gpus: list[int] = field(default_factory=list)  # the step's GPUs (a batch script: the job's)
+    job_gpus: list[int] | None = None  # the job's, which its cgroup is fenced to (None: gpus)
+
+    @property
+    def fence_gpus(self) -> list[int]:
+        return self.gpus if self.job_gpus is None else self.job_gpus
 
 
 @dataclass
@@ -79,21 +84,29 @@ def sign(key_for_node, claims: Claims, lifetime: float, now: float | None = None
         "job": claims.job_id, "step": claims.step, "restart": claims.restart_count,
         "uid": claims.uid, "gid": claims.gid, "groups": claims.groups, "user": claims.user,
         "nodes": claims.nodes, "issued": claims.issued, "expiry": claims.expiry, "nonce": claims.nonce,
-        "alloc": {n: [s.cpus, s.mem, s.gpus] for n, s in claims.alloc.items()},
+        "alloc": {n: [s.cpus, s.mem, s.gpus, s.fence_gpus] for n, s in claims.alloc.items()},
     }, separators=(",", ":")).encode())
     macs = ",".join(f"{n}={_mac(key_for_node(n), body, n)}" for n in claims.nodes)
     return f"c1.{body}.{macs}"
 
 
-def sign_job(key_for_node, job, step, nodes: list[str], lifetime: float) -> str:
+def sign_job(key_for_node, job, step, nodes: list[str], lifetime: float,
+             step_gpus: dict[str, list[int]] | None = None) -> str:
     """The credential for launching `step` (a step id, or BATCH) of job on nodes: the job's
-    identity, and its allocation on each of those nodes (what the job's cgroup is made from)."""
+    identity, and its allocation on each of those nodes (what the job's cgroup is made from);
+    step_gpus: the GPUs a step's tasks get on each node, out of the job's."""
+    step_gpus = step_gpus or {}
     claims = Claims(
         job_id=job.job_id, step=step, restart_count=job.restart_count, uid=job.spec.uid,
         gid=job.spec.gid, groups=list(job.spec.groups), user=job.spec.user, nodes=list(nodes),
-        alloc={a.node: NodeShare(a.cpus, a.mem, list(a.gpus)) for a in job.allocations
-               if a.node in nodes})
+        alloc={a.node: NodeShare(a.cpus, a.mem, list(step_gpus.get(a.node, a.gpus)), list(a.gpus))
+               for a in job.allocations if a.node in nodes})
     return sign(key_for_node, claims, lifetime)
+
+
+def _share(a: list) -> NodeShare:
+    gpus, fence = [int(g) for g in a[2]], [int(g) for g in a[3]]
+    return NodeShare(int(a[0]), int(a[1]), gpus, None if fence == gpus else fence)
 
 
 def verify(credential: str, key: bytes, node: str, now: float | None = None) -> Claims:
@@ -113,7 +126,7 @@ def verify(credential: str, key: bytes, node: str, now: float | None = None) -> 
             gid=int(c["gid"]), groups=[int(g) for g in c["groups"]], user=str(c["user"]),
             nodes=[str(n) for n in c["nodes"]], issued=float(c["issued"]), expiry=float(c["expiry"]),
             nonce=str(c["nonce"]),
-            alloc={n: NodeShare(int(a[0]), int(a[1]), [int(g) for g in a[2]]) for n, a in c["alloc"].items()})
+            alloc={n: _share(a) for n, a in c["alloc"].items()})
     except (ValueError, KeyError, TypeError, IndexError):
         raise CredentialError("malformed launch credential claims") from None
     now = time.time() if now is None else now

@@ -557,3 +557,18 @@ def test_revocations_refuse_the_ended_run_and_earlier_and_admit_a_later_one():
     revoked.revoke(7, 1)  # an older run's late ending does not lower the bar
     with pytest.raises(credential.CredentialError):
         revoked.check(_claims(restart=2))
+
+
+def test_a_step_credential_carries_the_steps_gpus_and_the_jobs():
+    """The job's cgroup is fenced to the job's GPUs whichever launch makes it first; the step's
+    tasks get the step's."""
+    from types import SimpleNamespace as NS
+    job = NS(job_id=7, restart_count=0, spec=NS(uid=1000, gid=1000, groups=[1000], user="u"),
+             allocations=[NS(node="node1", cpus=2, mem=100, gpus=[2, 3])])
+    key = b"k" * 32
+    text = credential.sign_job(lambda n: key, job, 0, ["node1"], 60, step_gpus={"node1": [3]})
+    share = credential.verify(text, key, "node1").alloc["node1"]
+    assert (share.gpus, share.fence_gpus) == ([3], [2, 3])
+    text = credential.sign_job(lambda n: key, job, "batch", ["node1"], 60)
+    share = credential.verify(text, key, "node1").alloc["node1"]
+    assert (share.gpus, share.fence_gpus, share.job_gpus) == ([2, 3], [2, 3], None)

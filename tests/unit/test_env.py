@@ -155,3 +155,12 @@ def test_restart_count_pattern_names_each_run():
     job = model_job(7)
     job.restart_count = 2
     assert expand_pattern("run-%j-%r.out", job, "node1") == "run-7-2.out"
+
+
+def test_a_fenced_steps_gpus_are_numbered_by_their_place_among_the_jobs():
+    """The devices cgroup shows the job its own GPUs (here 4 and 6) as 0 and 1: a step or task
+    holding only GPU 6 must be told 1, or it would use the job's first GPU."""
+    assert gpu_environment([6], [4, 6])["CUDA_VISIBLE_DEVICES"] == "1"
+    assert gpu_environment([4, 6], [4, 6])["CUDA_VISIBLE_DEVICES"] == "0,1"
+    assert gpu_environment([6])["CUDA_VISIBLE_DEVICES"] == "6"  # unfenced: the indices
+    assert gpu_environment([6], [4, 6])["SLURM_STEP_GPUS"] == "6"

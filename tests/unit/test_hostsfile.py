@@ -98,3 +98,20 @@ def test_a_directory_with_a_line_break_is_refused(hosts, tmp_path):
     with pytest.raises(OSError):
         hostsfile.edit(str(tmp_path / "c1\n127.0.0.1 evil"), ADDRS, path=str(hosts))
     assert hosts.read_text() == BASE
+
+
+def test_only_loopback_addresses_without_a_scope_and_unqualified_names():
+    from types import SimpleNamespace as NS
+    nodes = {n.name: n for n in (
+        NS(name="node1", addr="::1%x pypi.org files.pythonhosted.org"),
+        NS(name="github.com", addr="127.0.0.1"), NS(name="node2", addr="6.6.6.6"),
+        NS(name="node3", addr="127.0.0.3"))}
+    assert hostsfile.entries(NS(nodes=nodes)) == {"127.0.0.3": ["node3"]}
+
+
+def test_a_cluster_directory_others_may_write_is_refused(hosts, tmp_path):
+    import os
+    os.chmod(tmp_path / "c1", 0o777)
+    with pytest.raises(OSError, match="could be written"):
+        hostsfile.edit(str(tmp_path / "c1"), ADDRS, path=str(hosts))
+    assert hosts.read_text() == BASE

@@ -55,6 +55,8 @@ def test_allowed_changes(changes, operator, state, check):
     ({"TimeLimit": "20"}, False, JobState.PENDING, PermissionDenied, "Access/permission denied"),
     ({"TimeLimit": "UNLIMITED"}, False, JobState.PENDING, PermissionDenied, "Access/permission denied"),
     ({"TimeLimit": "abc"}, True, JobState.PENDING, InvalidRequest, "Invalid time limit specification"),
+    # beyond any limit a job may have (as at submit): scontrol show job could not print its end
+    ({"TimeLimit": "999999999999-0"}, True, JobState.PENDING, InvalidRequest, "Requested time limit is invalid"),
     ({"Partition": "small"}, False, JobState.RUNNING, StaleState, "Job is no longer pending execution"),
     ({"NumNodes": "2"}, True, JobState.RUNNING, StaleState, "Job is no longer pending execution"),
     ({"NumNodes": "3"}, True, JobState.PENDING, SlurmError, "Node count specification invalid"),

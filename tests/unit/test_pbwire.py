@@ -153,8 +153,9 @@ def test_bad_values_raise_like_protobuf():
 def test_decode_replies():
     for job_id in (0, 1, 2**40 + 7, -1, 2**63 - 1):
         raw = pb.SubmitJobReply(job_id=job_id).SerializeToString()
-        assert pbwire.decode("SubmitJobReply", raw) == {"job_id": job_id}
-        assert pbwire.decode("SubmitJobReply", memoryview(bytearray(raw))) == {"job_id": job_id}
+        want = {"job_id": job_id, "warnings": []}
+        assert pbwire.decode("SubmitJobReply", raw) == want
+        assert pbwire.decode("SubmitJobReply", memoryview(bytearray(raw))) == want
     ids = [1, 0, -5, 2**62, 7]
     raw = pb.SubmitJobsReply(job_ids=ids).SerializeToString()
     assert pbwire.decode("SubmitJobsReply", raw) == {"job_ids": ids}

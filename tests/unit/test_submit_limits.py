@@ -298,3 +298,10 @@ def test_fields_parsed_later_are_refused_at_submit(field, value):
     cfg = config.parse("NodeName=n1 CPUs=2 RealMemory=100\nPartitionName=p Nodes=n1\n")
     with pytest.raises(InvalidRequest):
         check_limits(cfg, JobSpec(**{field: value}))
+
+
+@pytest.mark.parametrize("items", [["NOFILE=--5:-1"], ["NOFILE=-5:-1"], ["BOGUS=1:1"], ["CORE"]])
+def test_malformed_resource_limits_are_refused_at_submit(items):
+    with pytest.raises(InvalidRequest, match="Invalid resource limits"):
+        validate.check_limits(config.parse("NodeName=n1 CPUs=2 RealMemory=100\nPartitionName=p Nodes=n1\n"),
+                              JobSpec(rlimits=items))
