@@ -126,7 +126,12 @@ def test_exclusive_job_keeps_others_off(res, timed_job, tmp_path):
 def test_time_limit_ends_timeout_after_the_signal_warning(res, timed_job):
     job_id, work = timed_job
     assert wait_final(res, job_id, 120) == "TIMEOUT"
-    out = (work / f"slurm-{job_id}.out").read_text()
+    # The job is TIMEOUT from the moment its SIGTERM is sent (squeue shows no COMPLETING yet);
+    # its trap may still be writing: give it KillWait.
+    out, deadline = "", time.monotonic() + 6
+    while "GOT_TERM" not in out and time.monotonic() < deadline:
+        out = (work / f"slurm-{job_id}.out").read_text()
+        time.sleep(0.2)
     stamps = {k: int(v) for k, v in re.findall(r"(START|GOT_USR1|GOT_TERM) (\d+)", out)}
     assert set(stamps) == {"START", "GOT_USR1", "GOT_TERM"}, out
     assert 5 <= stamps["GOT_USR1"] - stamps["START"] <= 25  # 50 s before a 60 s limit
