@@ -147,6 +147,11 @@ def run_epilog(ep: Epilog, env: dict, cwd: str, popen_identity: dict, umask: int
                enter) -> tuple[int, bytes]:
     """Run one epilog to its end: (its status, its stderr). enter(pid) puts the process in the
     step's cgroup before it may run. Its stdout goes nowhere, as slurmstepd's does."""
+    if not os.path.isabs(ep.path):  # run_command's rule, as for the prologs: never via PATH
+        name = "user task_epilog" if ep.what == "--task-epilog" else "slurm task_epilog"  # Slurm's names
+        text = f"slurmstepd: error: run_command: {name} is not fully qualified pathname ({ep.path})\n"
+        log.warning("%s failed status=127 (%s)", ep.what, ep.path)
+        return 127, text.encode()
     r, w = os.pipe()
     kept = _Capture(r)
     try:

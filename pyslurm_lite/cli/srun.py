@@ -53,6 +53,8 @@ def build_parser() -> SlurmArgParser:
         a("-m", dest="distribution")
     for ignored in UNSUPPORTED:  # each use warns (jobopts.Unsupported)
         unsupported(p, ignored, optional=True)
+    # how many threads srun sends its launch requests with: ours has one per node, always
+    unsupported(p, "-T", "--threads")
     # run by the agent as the user around each task (agent/taskprolog.py), as slurmstepd does
     a("--task-prolog")
     a("--task-epilog")

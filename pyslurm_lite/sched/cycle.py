@@ -97,8 +97,11 @@ class _Pass:
         # some running job, or one started this pass, asked --exclusive=user
         self.exclusive_held = any(r.exclusive_user for r in snapshot.running)
         for r in snapshot.running:
+            # still there past its planned end (KillWait, an overdue end): it holds the node
+            # for as long as it runs, not until an end already gone by
+            end = r.end if r.end > now else math.inf
             for a in r.allocations:
-                self.holders.setdefault(a.node, []).append((r.user, r.exclusive_user, r.end))
+                self.holders.setdefault(a.node, []).append((r.user, r.exclusive_user, end))
         # _usable(), per job shape: the nodes that could hold it, and those of them that no
         # advance reservation covers
         self._capable: dict[tuple, tuple[set[str], set[str]]] = {}

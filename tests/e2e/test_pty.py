@@ -150,3 +150,19 @@ def test_the_terminal_is_the_tasks_controlling_terminal(cluster):
     r = cluster.run(["srun", "-n1", "-w", "node1", "--pty", sys.executable, "-c", code])
     assert r.returncode == 0, r.stdout + r.stderr
     assert r.stdout.split() == ["ctty-ok"], r.stdout
+
+
+def test_inside_salloc_with_job_control_and_exit_code(cluster):
+    """The usual interactive session: salloc, then srun --pty bash in the allocation."""
+    t = Terminal(cluster, ["salloc", "-N1", "-w", "node1", "srun", "--pty", "bash", "--norc",
+                           "--noprofile"], rows=33, cols=111)
+    try:
+        t.send("stty size; echo S$((2+1))\r")
+        t.expect(r"\r33 111\r*\n.*?S3")
+        t.send("sleep 100 &\r")
+        t.send("jobs; echo J$((3+1))\r")
+        t.expect(r"Running.*?J4")
+        t.send("kill %1; exit 3\r")
+        assert t.proc.wait(timeout=TIMEOUT) == 3  # salloc returns its command's code
+    finally:
+        t.close()

@@ -140,3 +140,9 @@ def test_prolog_and_epilog_run_as_the_jobs_user(cluster, scripts):
         assert [ln.split()[4] for ln in log.read_text().splitlines()] == [str(user.pw_uid)]
     finally:
         drop_user(user)
+
+
+def test_task_epilog_given_by_a_relative_path_is_refused_as_slurm_does(cluster, scripts):
+    """Never looked up through PATH (a program of that name there would run instead)."""
+    r = cluster.run("srun -n1 --task-epilog=uepilog.sh true", cwd=str(scripts), timeout=60)
+    assert "user task_epilog is not fully qualified pathname (uepilog.sh)" in r.stderr, r.stderr
