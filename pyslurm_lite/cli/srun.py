@@ -176,11 +176,17 @@ class StepSession:
                 self.queues[n].put(msg)
 
         def pump():
+            # the thread holds the file itself: were it left to the caller, whose reference
+            # goes when it returns, the file could be closed before it is read (EOF, no data)
+            held = source
             try:
                 while chunk := os.read(fd, 65536):
                     put(agent_pb2.StepInput(stdin=chunk))
             except (OSError, ValueError):
                 pass
+            finally:
+                if held is not None:
+                    held.close()
             put(agent_pb2.StepInput(stdin_eof=True))
         if source is not None or (sys.stdin is not None and not sys.stdin.closed):
             threading.Thread(target=pump, daemon=True).start()
