@@ -32,11 +32,11 @@ import dataclasses
 from ..errors import InvalidRequest, PermissionDenied, StaleState
 from ..model import UNLIMITED, Job, JobState, Reason
 from ..units import parse_begin_time, parse_memory, parse_time_limit
+from .validate import _CONTROL, INVALID_TIME_LIMIT, MAX_TIME_LIMIT, NICE_LIMIT, validate_spec
 
 DENIED = "Access/permission denied"
 NOT_PENDING = "Job is no longer pending execution"
 FINISHED = "Job has already finished"
-INVALID_TIME_LIMIT = "Requested time limit is invalid (missing or exceeds some limit)"
 PRIO_RESET_FAIL = "Changes to job priority are not persistent, change nice instead"
 JOB_HELD = "Job is in held state, pending scheduler release"
 INFINITE = 0xFFFFFFFF  # Priority=INFINITE: release, or back to the computed priority
@@ -112,7 +112,6 @@ def _copy_back(job: Job, new: Job) -> None:
 def _revalidate(job: Job, ctx: Context) -> None:
     """The changed request against partitions and nodes, as at submit. An operator's time
     limit may exceed the partition's MaxTime, so it is left out of the check for him."""
-    from .validate import validate_spec
     explicit = job.spec.time_limit
     spec = dataclasses.replace(job.spec, time_limit=0 if ctx.operator else explicit)
     part, limit = validate_spec(ctx.cfg, spec, ctx.reservations, operator=ctx.operator)
@@ -128,7 +127,6 @@ def _check_max_time(job: Job, ctx: Context) -> None:
 
 
 def _time_limit(job: Job, value: str, ctx: Context) -> None:
-    from .validate import MAX_TIME_LIMIT
     try:
         minutes = parse_time_limit(value)
     except InvalidRequest:
@@ -165,7 +163,6 @@ def _dependency(job: Job, value: str, ctx: Context) -> None:
 
 
 def _nice(job: Job, value: str, ctx: Context) -> None:
-    from .validate import NICE_LIMIT
     try:
         nice = int(value)
     except ValueError:
@@ -189,7 +186,6 @@ def _qos(job: Job, value: str, ctx: Context) -> None:
 
 def _text(field: str):
     def setter(job: Job, value: str, ctx: Context) -> None:
-        from .validate import _CONTROL
         if len(value) > 1024 or _CONTROL.search(value):
             raise InvalidRequest(f"Invalid {field} value")
         setattr(job.spec, field, value)
