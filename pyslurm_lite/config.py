@@ -91,6 +91,26 @@ class Config:
     # commands send with a job (rlimits.py)
     propagate_rlimits: str = "ALL"
     propagate_rlimits_except: str = ""
+    # ---- accounting and observability (#15)
+    # AccountingStorageEnforce=associations,limits,qos,safe: which rules of the accounting
+    # database submissions and the scheduler obey (lower case; empty: none)
+    accounting_storage_enforce: list[str] = field(default_factory=list)
+    priority_flags: list[str] = field(default_factory=list)  # PriorityFlags= (upper case)
+    priority_calc_period: int = 5 * 60  # PriorityCalcPeriod (seconds): usage charged this often
+    priority_weight_tres: dict[str, float] = field(default_factory=dict)  # PriorityWeightTRES
+    acct_gather_frequency: int = 30  # JobAcctGatherFrequency (task=): seconds between samples
+    job_acct_gather_type: str = "jobacct_gather/cgroup"  # JobAcctGatherType
+    idle_gpu_threshold: float = 0.0  # IdleGPUThreshold (ours): percent a GPU must stay under
+    idle_gpu_time: int = 0  # IdleGPUTime (ours): seconds under it before a job is flagged; 0 off
+    idle_gpu_action: str = "none"  # IdleGPUAction (ours): none | notify | cancel | requeue
+    mail_prog: str = "/bin/mail"  # MailProg: called as MailProg -s SUBJECT USER, body on stdin
+    mail_domain: str = ""  # MailDomain: appended to user names without an @
+    smtp_server: str = ""  # SmtpServer=host[:port] (ours): mail sent over SMTP instead
+    smtp_from: str = ""  # SmtpFrom (ours): the sender address
+    webhook_url: str = ""  # WebhookURL (ours): JSON POST for every job notification
+    webhook_secret_file: str = ""  # WebhookSecretFile (ours): HMAC-SHA256 key (root-owned)
+    webhook_format: str = "json"  # WebhookFormat (ours): json | slack
+    metrics_port: int = 0  # MetricsPort (ours): the controller's Prometheus /metrics; 0 off
     extra: dict[str, str] = field(default_factory=dict)
     # "file:line: Key=Value" of every key read but not implemented: daemons warn with each
     ignored: list[str] = field(default_factory=list)
@@ -311,14 +331,30 @@ _SIMPLE_KEYS = {
     "maxjobcount": ("max_job_count", int),
     "propagateresourcelimits": ("propagate_rlimits", str),
     "propagateresourcelimitsexcept": ("propagate_rlimits_except", str),
+    "idlegputime": ("idle_gpu_time", int),
+    "mailprog": ("mail_prog", str),
+    "maildomain": ("mail_domain", str),
+    "smtpserver": ("smtp_server", str),
+    "smtpfrom": ("smtp_from", str),
+    "webhookurl": ("webhook_url", str),
+    "webhooksecretfile": ("webhook_secret_file", str),
+    "metricsport": ("metrics_port", int),
+    "idlegputhreshold": ("idle_gpu_threshold", float),
 }
+CHOICES = {  # keys whose value is one of a few words
+    "idlegpuaction": ("idle_gpu_action", ("none", "notify", "cancel", "requeue")),
+    "webhookformat": ("webhook_format", ("json", "slack")),
+    "jobacctgathertype": ("job_acct_gather_type", ("jobacct_gather/cgroup", "jobacct_gather/linux",
+                                                   "jobacct_gather/none")),
+}
+ENFORCE_WORDS = ("associations", "limits", "qos", "safe", "nojobs", "nosteps", "wckeys", "all")
 
 EXTRA_READ = {"schedulertype"}  # keys kept in Config.extra that some module reads from there
-NODE_KEYS = {"nodename", "nodeaddr", "port", "cpus", "realmemory", "gres", "feature", "features",
+NODE_KEYS = {"nodename", "nodeaddr", "port", "metricsport", "cpus", "realmemory", "gres", "feature", "features",
              "weight", "sockets", "corespersocket", "threadspercore"}
 PARTITION_KEYS = {"partitionname", "nodes", "default", "maxtime", "defaulttime", "maxnodes",
                   "state", "prioritytier", "allowaccounts", "allowgroups", "preemptmode",
-                  "gracetime", "priorityjobfactor"}
+                  "gracetime", "priorityjobfactor", "tresbillingweights"}
 
 AUTH_INFO_KEYS = {"socket": "auth_socket", "cred_expire": "cred_expire", "ttl": "token_ttl"}
 TLS_KEYS = {"ca_cert_file": "tls_ca", "cert_file": "tls_cert", "cert_key_file": "tls_key"}
@@ -352,6 +388,30 @@ def _simple_key(cfg: Config, key: str, value: str, where: str) -> None:
         cfg.controller_host, cfg.controller_addr = m.group(1), m.group(2) or ""
     elif key == "jobrequeue":
         cfg.job_requeue = value.strip() not in ("0", "no", "NO")
+    elif key == "priorityweighttres":
+        cfg.priority_weight_tres = _tres_weights(value, "PriorityWeightTRES", where)
+    elif key == "accountingstorageenforce":
+        words = [w.strip().lower() for w in value.split(",") if w.strip()]
+        bad = [w for w in words if w not in ENFORCE_WORDS]
+        if bad:
+            raise ConfigError(f"{where}: unknown AccountingStorageEnforce={','.join(bad)}; "
+                              f"valid: {', '.join(ENFORCE_WORDS)}")
+        if "all" in words:
+            words = ["associations", "limits", "qos", "safe", "wckeys"]
+        if ("limits" in words or "qos" in words or "safe" in words) and "associations" not in words:
+            words.append("associations")  # as Slurm: limits and qos imply associations
+        cfg.accounting_storage_enforce = words
+    elif key == "priorityflags":
+        cfg.priority_flags = [w.strip().upper() for w in value.split(",") if w.strip()]
+    elif key == "prioritycalcperiod":
+        cfg.priority_calc_period = _seconds_or_minutes(value, "PriorityCalcPeriod", where)
+    elif key == "jobacctgatherfrequency":
+        cfg.acct_gather_frequency = _gather_frequency(value, where)
+    elif key in CHOICES:
+        attr, valid = CHOICES[key]
+        if value.lower() not in valid:
+            raise ConfigError(f"{where}: unknown {key}={value}; valid: {', '.join(valid)}")
+        setattr(cfg, attr, value.lower())
     elif key.startswith("priorityweight"):
         cfg.priority_weights[key[len("priorityweight"):]] = _int(value, key, where)
     elif key in ("prioritymaxage", "prioritydecayhalflife"):
@@ -408,6 +468,52 @@ def _simple_key(cfg: Config, key: str, value: str, where: str) -> None:
             cfg.ignored.append(f"{where}: {key}={value}")
 
 
+def _tres_weights(value: str, key: str, where: str) -> dict[str, float]:
+    """TRESBillingWeights / PriorityWeightTRES: "CPU=1.0,Mem=0.25G,GRES/gpu=2.0" -> {name: weight},
+    names lower case; a memory weight is per GiB (a G suffix, Slurm's default unit for it)."""
+    out: dict[str, float] = {}
+    for item in filter(None, (v.strip() for v in value.split(","))):
+        name, eq, weight = item.partition("=")
+        name = name.strip().lower()
+        if not eq or not re.fullmatch(r"(cpu|mem|node|billing|energy|gres/[\w.:-]+|license/[\w.-]+)", name):
+            raise ConfigError(f"{where}: {key}: bad item '{item}' (want TRES=weight, e.g. GRES/gpu=10.0)")
+        w = weight.strip()
+        scale = {"k": 1 / 1024 ** 2, "m": 1 / 1024, "g": 1.0, "t": 1024.0}.get(w[-1:].lower()) if w else None
+        if scale is not None:
+            w = w[:-1]
+        try:
+            # Slurm: a memory weight without a unit is per MB
+            out[name] = float(w) * (scale if scale is not None else 1024.0 if name == "mem" else 1.0)
+        except ValueError:
+            raise ConfigError(f"{where}: {key}: '{item}' has no number for a weight") from None
+        if out[name] < 0:
+            raise ConfigError(f"{where}: {key}: '{item}': a weight cannot be negative")
+    return out
+
+
+def _seconds_or_minutes(value: str, key: str, where: str) -> int:
+    """PriorityCalcPeriod: minutes, or a Slurm time ("0:30" is half a minute as M:S)."""
+    try:
+        if value.strip().isdigit():
+            return max(int(value) * 60, 1)
+        m = re.fullmatch(r"(\d+):(\d{1,2})", value.strip())
+        if m:
+            return max(int(m.group(1)) * 60 + int(m.group(2)), 1)
+        return max(parse_time_limit(value) * 60, 1)
+    except Exception:
+        raise ConfigError(f"{where}: bad {key}={value}") from None
+
+
+def _gather_frequency(value: str, where: str) -> int:
+    """JobAcctGatherFrequency=30 or task=30[,energy=..,network=..]: the task sampling interval
+    in seconds (0 = only at the end, as in Slurm). Other kinds are not sampled here."""
+    for item in filter(None, (v.strip() for v in value.split(","))):
+        kind, eq, n = item.rpartition("=")
+        if (kind or "task").lower() == "task":
+            return _int(n, "JobAcctGatherFrequency", where)
+    return 30
+
+
 def _yes_no(value: str, key: str, where: str) -> bool:
     v = value.strip().lower()
     if v not in ("yes", "no", "1", "0"):
@@ -459,6 +565,7 @@ def _node_line(cfg: Config, pairs, where: str) -> None:
         node.sockets = _int(opts.get("sockets", "1"), "Sockets", where, 1)
         node.cores_per_socket = _int(opts.get("corespersocket", "0"), "CoresPerSocket", where)
         node.threads_per_core = _int(opts.get("threadspercore", "1"), "ThreadsPerCore", where, 1)
+        node.metrics_port = _int(opts.get("metricsport", "0"), "MetricsPort", where)
         if name in cfg.nodes:
             raise ConfigError(f"{where}: node {name} is declared twice")
         cfg.nodes[name] = node
@@ -494,6 +601,7 @@ def _partition_line(cfg: Config, pairs, where: str) -> None:
     part.preempt_mode = _preempt_mode(opts["preemptmode"], where) if "preemptmode" in opts else ""
     part.grace_time = _seconds(opts.get("gracetime", "0"), "GraceTime", where)
     part.priority_job_factor = _int(opts.get("priorityjobfactor", "1"), "PriorityJobFactor", where)
+    part.tres_billing_weights = _tres_weights(opts.get("tresbillingweights", ""), "TRESBillingWeights", where)
     if name in cfg.partitions:
         raise ConfigError(f"{where}: partition {name} is declared twice")
     cfg.partitions[name] = part

@@ -164,6 +164,8 @@ class JobSpec:
     deadline: float = 0.0  # --deadline: the job must end by then (0: none)
     # --priority: NO_PRIORITY (not asked), 0 (held), else an operator's fixed value
     priority: int = -1
+    mail_type: str = ""  # --mail-type: "BEGIN,END,..." as given (controller/notify.py)
+    mail_user: str = ""  # --mail-user: an address, or an http(s):// webhook
 
     def gpus_needed_per_node(self) -> int:
         """GPUs this job needs on each of its nodes, from whichever flag set them."""
@@ -280,6 +282,9 @@ class Job:
     # set by an operator (--priority, scontrol update Priority=): multifactor leaves it alone
     # (Slurm's direct_set_prio)
     direct_priority: bool = False
+    admin_comment: str = ""  # Slurm's AdminComment: e.g. the idle-GPU flag
+    billing: float = 0.0  # TRES billing of its allocation (TRESBillingWeights), set at start
+    usage: list["UsageSample"] = field(default_factory=list)  # latest per (step, node)
 
     @property
     def node_names(self) -> list[str]:
@@ -288,6 +293,40 @@ class Job:
     @property
     def num_cpus(self) -> int:
         return sum(a.cpus for a in self.allocations)
+
+
+@dataclass
+class UsageSample:
+    """What an agent measured of one step of a job on its node (cgroup and NVML). Cumulative
+    figures and peaks run from the step's start; the ave_ ones are means over the samples."""
+
+    step: str  # "batch", "0", "1", ... as sacct names steps, without the job id
+    node: str = ""
+    restart_count: int = 0
+    time: float = 0.0
+    user_cpu: float = 0.0  # seconds
+    system_cpu: float = 0.0  # seconds
+    rss: int = 0  # bytes now
+    max_rss: int = 0  # bytes
+    ave_rss: float = 0.0  # bytes
+    samples: int = 0
+    gpus: int = 0  # GPUs the step holds on this node
+    gpu_util: float = 0.0  # percent now, mean over its GPUs
+    ave_gpu_util: float = 0.0
+    max_gpu_util: float = 0.0
+    gpu_mem: int = 0  # bytes now, over its GPUs
+    max_gpu_mem: int = 0
+    start: float = 0.0
+    tasks: int = 0
+
+
+@dataclass
+class ForeignGpu:
+    """A GPU busy with processes that no job of the scheduler started (agent's report)."""
+
+    index: int
+    pids: list[int] = field(default_factory=list)
+    memory: int = 0  # bytes
 
 
 @dataclass
@@ -319,6 +358,7 @@ class NodeConfig:
     sockets: int = 1
     cores_per_socket: int = 0
     threads_per_core: int = 1
+    metrics_port: int = 0  # MetricsPort=: the agent's Prometheus /metrics (0: off)
 
     def gpu_count(self) -> int:
         return sum(g.count for g in self.gres if g.name == "gpu")
@@ -366,6 +406,9 @@ class Partition:
     allow_groups: list[str] = field(default_factory=list)  # empty: ALL
     preempt_mode: str = ""  # "" = the cluster's PreemptMode
     grace_time: int = 0  # seconds between SIGTERM and the kill when preempted
+    # TRESBillingWeights="CPU=1.0,Mem=0.25G,GRES/gpu=10.0": TRES name (lower case: cpu, mem,
+    # gres/gpu, gres/gpu:a100) -> weight; mem's weight is per GiB. Empty: billing = CPUs.
+    tres_billing_weights: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass

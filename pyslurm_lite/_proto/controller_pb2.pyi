@@ -211,20 +211,24 @@ class RegisterNodeReply(_message.Message):
     def __init__(self, instance: _Optional[str] = ..., kill_job_ids: _Optional[_Iterable[int]] = ..., heartbeat_interval: _Optional[float] = ..., epoch: _Optional[str] = ...) -> None: ...
 
 class NodeHeartbeatRequest(_message.Message):
-    __slots__ = ("node", "instance", "running", "free_memory", "cpu_load", "health_error")
+    __slots__ = ("node", "instance", "running", "free_memory", "cpu_load", "health_error", "usage", "foreign_gpus")
     NODE_FIELD_NUMBER: _ClassVar[int]
     INSTANCE_FIELD_NUMBER: _ClassVar[int]
     RUNNING_FIELD_NUMBER: _ClassVar[int]
     FREE_MEMORY_FIELD_NUMBER: _ClassVar[int]
     CPU_LOAD_FIELD_NUMBER: _ClassVar[int]
     HEALTH_ERROR_FIELD_NUMBER: _ClassVar[int]
+    USAGE_FIELD_NUMBER: _ClassVar[int]
+    FOREIGN_GPUS_FIELD_NUMBER: _ClassVar[int]
     node: str
     instance: str
     running: _containers.RepeatedCompositeFieldContainer[_types_pb2.RunningJob]
     free_memory: int
     cpu_load: float
     health_error: str
-    def __init__(self, node: _Optional[str] = ..., instance: _Optional[str] = ..., running: _Optional[_Iterable[_Union[_types_pb2.RunningJob, _Mapping]]] = ..., free_memory: _Optional[int] = ..., cpu_load: _Optional[float] = ..., health_error: _Optional[str] = ...) -> None: ...
+    usage: _containers.RepeatedCompositeFieldContainer[_types_pb2.UsageSample]
+    foreign_gpus: _containers.RepeatedCompositeFieldContainer[_types_pb2.ForeignGpu]
+    def __init__(self, node: _Optional[str] = ..., instance: _Optional[str] = ..., running: _Optional[_Iterable[_Union[_types_pb2.RunningJob, _Mapping]]] = ..., free_memory: _Optional[int] = ..., cpu_load: _Optional[float] = ..., health_error: _Optional[str] = ..., usage: _Optional[_Iterable[_Union[_types_pb2.UsageSample, _Mapping]]] = ..., foreign_gpus: _Optional[_Iterable[_Union[_types_pb2.ForeignGpu, _Mapping]]] = ...) -> None: ...
 
 class NodeHeartbeatReply(_message.Message):
     __slots__ = ("reregister",)
@@ -233,14 +237,16 @@ class NodeHeartbeatReply(_message.Message):
     def __init__(self, reregister: _Optional[bool] = ...) -> None: ...
 
 class ReportJobEventsRequest(_message.Message):
-    __slots__ = ("node", "instance", "events")
+    __slots__ = ("node", "instance", "events", "usage")
     NODE_FIELD_NUMBER: _ClassVar[int]
     INSTANCE_FIELD_NUMBER: _ClassVar[int]
     EVENTS_FIELD_NUMBER: _ClassVar[int]
+    USAGE_FIELD_NUMBER: _ClassVar[int]
     node: str
     instance: str
     events: _containers.RepeatedCompositeFieldContainer[_types_pb2.JobEvent]
-    def __init__(self, node: _Optional[str] = ..., instance: _Optional[str] = ..., events: _Optional[_Iterable[_Union[_types_pb2.JobEvent, _Mapping]]] = ...) -> None: ...
+    usage: _containers.RepeatedCompositeFieldContainer[_types_pb2.UsageSample]
+    def __init__(self, node: _Optional[str] = ..., instance: _Optional[str] = ..., events: _Optional[_Iterable[_Union[_types_pb2.JobEvent, _Mapping]]] = ..., usage: _Optional[_Iterable[_Union[_types_pb2.UsageSample, _Mapping]]] = ...) -> None: ...
 
 class ReportJobEventsReply(_message.Message):
     __slots__ = ("reregister",)
@@ -353,6 +359,55 @@ class GetSharesReply(_message.Message):
     ROWS_FIELD_NUMBER: _ClassVar[int]
     rows: _containers.RepeatedCompositeFieldContainer[_types_pb2.ShareRow]
     def __init__(self, rows: _Optional[_Iterable[_Union[_types_pb2.ShareRow, _Mapping]]] = ...) -> None: ...
+
+class SacctmgrRequest(_message.Message):
+    __slots__ = ("verb", "entity", "names", "where", "set")
+    class WhereEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    class SetEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    VERB_FIELD_NUMBER: _ClassVar[int]
+    ENTITY_FIELD_NUMBER: _ClassVar[int]
+    NAMES_FIELD_NUMBER: _ClassVar[int]
+    WHERE_FIELD_NUMBER: _ClassVar[int]
+    SET_FIELD_NUMBER: _ClassVar[int]
+    verb: str
+    entity: str
+    names: _containers.RepeatedScalarFieldContainer[str]
+    where: _containers.ScalarMap[str, str]
+    set: _containers.ScalarMap[str, str]
+    def __init__(self, verb: _Optional[str] = ..., entity: _Optional[str] = ..., names: _Optional[_Iterable[str]] = ..., where: _Optional[_Mapping[str, str]] = ..., set: _Optional[_Mapping[str, str]] = ...) -> None: ...
+
+class AcctRecord(_message.Message):
+    __slots__ = ("fields",)
+    class FieldsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    FIELDS_FIELD_NUMBER: _ClassVar[int]
+    fields: _containers.ScalarMap[str, str]
+    def __init__(self, fields: _Optional[_Mapping[str, str]] = ...) -> None: ...
+
+class SacctmgrReply(_message.Message):
+    __slots__ = ("records", "messages")
+    RECORDS_FIELD_NUMBER: _ClassVar[int]
+    MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    records: _containers.RepeatedCompositeFieldContainer[AcctRecord]
+    messages: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, records: _Optional[_Iterable[_Union[AcctRecord, _Mapping]]] = ..., messages: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class CreateReservationRequest(_message.Message):
     __slots__ = ("reservation", "node_count", "partition")

@@ -90,6 +90,11 @@ class ControllerStub:
                 request_serializer=pyslurm__lite_dot_v1_dot_controller__pb2.GetSharesRequest.SerializeToString,
                 response_deserializer=pyslurm__lite_dot_v1_dot_controller__pb2.GetSharesReply.FromString,
                 _registered_method=True)
+        self.Sacctmgr = channel.unary_unary(
+                '/pyslurm_lite.v1.Controller/Sacctmgr',
+                request_serializer=pyslurm__lite_dot_v1_dot_controller__pb2.SacctmgrRequest.SerializeToString,
+                response_deserializer=pyslurm__lite_dot_v1_dot_controller__pb2.SacctmgrReply.FromString,
+                _registered_method=True)
         self.GetDiag = channel.unary_unary(
                 '/pyslurm_lite.v1.Controller/GetDiag',
                 request_serializer=pyslurm__lite_dot_v1_dot_controller__pb2.GetDiagRequest.SerializeToString,
@@ -214,6 +219,13 @@ class ControllerServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Sacctmgr(self, request, context):
+        """sacctmgr: accounts, users, associations and QOS in the database (operators change them)
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def GetDiag(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -333,6 +345,11 @@ def add_ControllerServicer_to_server(servicer, server):
                     servicer.GetShares,
                     request_deserializer=pyslurm__lite_dot_v1_dot_controller__pb2.GetSharesRequest.FromString,
                     response_serializer=pyslurm__lite_dot_v1_dot_controller__pb2.GetSharesReply.SerializeToString,
+            ),
+            'Sacctmgr': grpc.unary_unary_rpc_method_handler(
+                    servicer.Sacctmgr,
+                    request_deserializer=pyslurm__lite_dot_v1_dot_controller__pb2.SacctmgrRequest.FromString,
+                    response_serializer=pyslurm__lite_dot_v1_dot_controller__pb2.SacctmgrReply.SerializeToString,
             ),
             'GetDiag': grpc.unary_unary_rpc_method_handler(
                     servicer.GetDiag,
@@ -682,6 +699,33 @@ class Controller:
             '/pyslurm_lite.v1.Controller/GetShares',
             pyslurm__lite_dot_v1_dot_controller__pb2.GetSharesRequest.SerializeToString,
             pyslurm__lite_dot_v1_dot_controller__pb2.GetSharesReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Sacctmgr(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/pyslurm_lite.v1.Controller/Sacctmgr',
+            pyslurm__lite_dot_v1_dot_controller__pb2.SacctmgrRequest.SerializeToString,
+            pyslurm__lite_dot_v1_dot_controller__pb2.SacctmgrReply.FromString,
             options,
             channel_credentials,
             insecure,

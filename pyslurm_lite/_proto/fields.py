@@ -7,6 +7,9 @@
 PACKAGE = 'pyslurm_lite.v1'
 
 MESSAGES = {
+    'AcctRecord': (
+        ('fields', 1, 'map', 0, ('string', 'string', None)),
+    ),
     'AgentPingReply': (
         ('node', 1, 'string', 0, None),
         ('running', 2, 'message', 1, 'RunningJob'),
@@ -76,6 +79,11 @@ MESSAGES = {
     ),
     'DeleteReservationRequest': (
         ('name', 1, 'string', 0, None),
+    ),
+    'ForeignGpu': (
+        ('index', 1, 'int32', 0, None),
+        ('pids', 2, 'int32', 1, None),
+        ('memory', 3, 'int64', 0, None),
     ),
     'GetDiagReply': (
         ('now', 1, 'double', 0, None),
@@ -197,6 +205,9 @@ MESSAGES = {
         ('cancelled_by', 30, 'string', 0, None),
         ('state_desc', 31, 'string', 0, None),
         ('direct_priority', 32, 'bool', 0, None),
+        ('admin_comment', 33, 'string', 0, None),
+        ('billing', 34, 'double', 0, None),
+        ('usage', 35, 'message', 1, 'UsageSample'),
     ),
     'JobError': (
         ('job_id', 1, 'int64', 0, None),
@@ -286,6 +297,8 @@ MESSAGES = {
         ('rlimits', 55, 'string', 1, None),
         ('deadline', 56, 'double', 0, None),
         ('priority', 57, 'int64', 0, None),
+        ('mail_type', 58, 'string', 0, None),
+        ('mail_user', 59, 'string', 0, None),
     ),
     'LaunchJobsReply': (
         ('accepted', 1, 'int64', 1, None),
@@ -345,6 +358,8 @@ MESSAGES = {
         ('free_memory', 4, 'int64', 0, None),
         ('cpu_load', 5, 'double', 0, None),
         ('health_error', 6, 'string', 0, None),
+        ('usage', 7, 'message', 1, 'UsageSample'),
+        ('foreign_gpus', 8, 'message', 1, 'ForeignGpu'),
     ),
     'Partition': (
         ('name', 1, 'string', 0, None),
@@ -391,6 +406,7 @@ MESSAGES = {
         ('node', 1, 'string', 0, None),
         ('instance', 2, 'string', 0, None),
         ('events', 3, 'message', 1, 'JobEvent'),
+        ('usage', 4, 'message', 1, 'UsageSample'),
     ),
     'Reservation': (
         ('name', 1, 'string', 0, None),
@@ -405,6 +421,17 @@ MESSAGES = {
         ('job_id', 1, 'int64', 0, None),
         ('restart_count', 2, 'int32', 0, None),
     ),
+    'SacctmgrReply': (
+        ('records', 1, 'message', 1, 'AcctRecord'),
+        ('messages', 2, 'string', 1, None),
+    ),
+    'SacctmgrRequest': (
+        ('verb', 1, 'string', 0, None),
+        ('entity', 2, 'string', 0, None),
+        ('names', 3, 'string', 1, None),
+        ('where', 4, 'map', 0, ('string', 'string', None)),
+        ('set', 5, 'map', 0, ('string', 'string', None)),
+    ),
     'ShareRow': (
         ('account', 1, 'string', 0, None),
         ('user', 2, 'string', 0, None),
@@ -413,6 +440,11 @@ MESSAGES = {
         ('raw_usage', 5, 'double', 0, None),
         ('effective_usage', 6, 'double', 0, None),
         ('fairshare', 7, 'double', 0, None),
+        ('norm_usage', 8, 'double', 0, None),
+        ('level_fs', 9, 'double', 0, None),
+        ('grp_tres_mins', 10, 'string', 0, None),
+        ('tres_run_mins', 11, 'string', 0, None),
+        ('parent', 12, 'string', 0, None),
     ),
     'SignalJobsReply': (
         ('job_ids', 1, 'int64', 1, None),
@@ -531,6 +563,26 @@ MESSAGES = {
         ('state', 2, 'string', 0, None),
         ('reason', 3, 'string', 0, None),
     ),
+    'UsageSample': (
+        ('step', 1, 'string', 0, None),
+        ('node', 2, 'string', 0, None),
+        ('restart_count', 3, 'int32', 0, None),
+        ('time', 4, 'double', 0, None),
+        ('user_cpu', 5, 'double', 0, None),
+        ('system_cpu', 6, 'double', 0, None),
+        ('rss', 7, 'int64', 0, None),
+        ('max_rss', 8, 'int64', 0, None),
+        ('ave_rss', 9, 'double', 0, None),
+        ('samples', 10, 'int32', 0, None),
+        ('gpus', 11, 'int32', 0, None),
+        ('gpu_util', 12, 'double', 0, None),
+        ('ave_gpu_util', 13, 'double', 0, None),
+        ('max_gpu_util', 14, 'double', 0, None),
+        ('gpu_mem', 15, 'int64', 0, None),
+        ('max_gpu_mem', 16, 'int64', 0, None),
+        ('start', 17, 'double', 0, None),
+        ('tasks', 18, 'int32', 0, None),
+    ),
     'Winsize': (
         ('rows', 1, 'int32', 0, None),
         ('cols', 2, 'int32', 0, None),
@@ -556,6 +608,7 @@ METHODS = {
         'UpdateNodes': ('UpdateNodesRequest', 'UpdateNodesReply'),
         'GetPartitions': ('GetPartitionsRequest', 'GetPartitionsReply'),
         'GetShares': ('GetSharesRequest', 'GetSharesReply'),
+        'Sacctmgr': ('SacctmgrRequest', 'SacctmgrReply'),
         'GetDiag': ('GetDiagRequest', 'GetDiagReply'),
         'CreateReservation': ('CreateReservationRequest', 'CreateReservationReply'),
         'DeleteReservation': ('DeleteReservationRequest', 'DeleteReservationReply'),

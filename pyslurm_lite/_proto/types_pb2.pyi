@@ -17,7 +17,7 @@ class GresRequest(_message.Message):
     def __init__(self, name: _Optional[str] = ..., type: _Optional[str] = ..., count: _Optional[int] = ...) -> None: ...
 
 class JobSpec(_message.Message):
-    __slots__ = ("name", "script", "argv", "work_dir", "std_out", "std_err", "std_in", "open_mode", "partition", "account", "qos", "num_nodes", "num_tasks", "ntasks_set", "cpus_per_task", "ntasks_per_node", "mem_per_node", "mem_per_cpu", "time_limit", "gres", "gpus", "gpus_per_node", "gpu_type", "environment", "export", "begin_time", "hold", "user", "uid", "gid", "groups", "submit_host", "nice", "requeue", "constraint", "exclusive", "comment", "nodelist", "exclude", "signal", "batch", "submit_dir", "array", "cpus_per_gpu", "mem_per_gpu", "dependency", "kill_on_invalid_dep", "reservation", "gpus_per_task", "max_nodes", "min_cpus_per_node", "overcommit", "mem_whole_node", "exclusive_user", "rlimits", "deadline", "priority")
+    __slots__ = ("name", "script", "argv", "work_dir", "std_out", "std_err", "std_in", "open_mode", "partition", "account", "qos", "num_nodes", "num_tasks", "ntasks_set", "cpus_per_task", "ntasks_per_node", "mem_per_node", "mem_per_cpu", "time_limit", "gres", "gpus", "gpus_per_node", "gpu_type", "environment", "export", "begin_time", "hold", "user", "uid", "gid", "groups", "submit_host", "nice", "requeue", "constraint", "exclusive", "comment", "nodelist", "exclude", "signal", "batch", "submit_dir", "array", "cpus_per_gpu", "mem_per_gpu", "dependency", "kill_on_invalid_dep", "reservation", "gpus_per_task", "max_nodes", "min_cpus_per_node", "overcommit", "mem_whole_node", "exclusive_user", "rlimits", "deadline", "priority", "mail_type", "mail_user")
     class EnvironmentEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -82,6 +82,8 @@ class JobSpec(_message.Message):
     RLIMITS_FIELD_NUMBER: _ClassVar[int]
     DEADLINE_FIELD_NUMBER: _ClassVar[int]
     PRIORITY_FIELD_NUMBER: _ClassVar[int]
+    MAIL_TYPE_FIELD_NUMBER: _ClassVar[int]
+    MAIL_USER_FIELD_NUMBER: _ClassVar[int]
     name: str
     script: str
     argv: _containers.RepeatedScalarFieldContainer[str]
@@ -139,7 +141,9 @@ class JobSpec(_message.Message):
     rlimits: _containers.RepeatedScalarFieldContainer[str]
     deadline: float
     priority: int
-    def __init__(self, name: _Optional[str] = ..., script: _Optional[str] = ..., argv: _Optional[_Iterable[str]] = ..., work_dir: _Optional[str] = ..., std_out: _Optional[str] = ..., std_err: _Optional[str] = ..., std_in: _Optional[str] = ..., open_mode: _Optional[str] = ..., partition: _Optional[str] = ..., account: _Optional[str] = ..., qos: _Optional[str] = ..., num_nodes: _Optional[int] = ..., num_tasks: _Optional[int] = ..., ntasks_set: _Optional[bool] = ..., cpus_per_task: _Optional[int] = ..., ntasks_per_node: _Optional[int] = ..., mem_per_node: _Optional[int] = ..., mem_per_cpu: _Optional[int] = ..., time_limit: _Optional[int] = ..., gres: _Optional[_Iterable[_Union[GresRequest, _Mapping]]] = ..., gpus: _Optional[int] = ..., gpus_per_node: _Optional[int] = ..., gpu_type: _Optional[str] = ..., environment: _Optional[_Mapping[str, str]] = ..., export: _Optional[str] = ..., begin_time: _Optional[float] = ..., hold: _Optional[bool] = ..., user: _Optional[str] = ..., uid: _Optional[int] = ..., gid: _Optional[int] = ..., groups: _Optional[_Iterable[int]] = ..., submit_host: _Optional[str] = ..., nice: _Optional[int] = ..., requeue: _Optional[bool] = ..., constraint: _Optional[str] = ..., exclusive: _Optional[bool] = ..., comment: _Optional[str] = ..., nodelist: _Optional[str] = ..., exclude: _Optional[str] = ..., signal: _Optional[str] = ..., batch: _Optional[bool] = ..., submit_dir: _Optional[str] = ..., array: _Optional[str] = ..., cpus_per_gpu: _Optional[int] = ..., mem_per_gpu: _Optional[int] = ..., dependency: _Optional[str] = ..., kill_on_invalid_dep: _Optional[bool] = ..., reservation: _Optional[str] = ..., gpus_per_task: _Optional[int] = ..., max_nodes: _Optional[int] = ..., min_cpus_per_node: _Optional[int] = ..., overcommit: _Optional[bool] = ..., mem_whole_node: _Optional[bool] = ..., exclusive_user: _Optional[bool] = ..., rlimits: _Optional[_Iterable[str]] = ..., deadline: _Optional[float] = ..., priority: _Optional[int] = ...) -> None: ...
+    mail_type: str
+    mail_user: str
+    def __init__(self, name: _Optional[str] = ..., script: _Optional[str] = ..., argv: _Optional[_Iterable[str]] = ..., work_dir: _Optional[str] = ..., std_out: _Optional[str] = ..., std_err: _Optional[str] = ..., std_in: _Optional[str] = ..., open_mode: _Optional[str] = ..., partition: _Optional[str] = ..., account: _Optional[str] = ..., qos: _Optional[str] = ..., num_nodes: _Optional[int] = ..., num_tasks: _Optional[int] = ..., ntasks_set: _Optional[bool] = ..., cpus_per_task: _Optional[int] = ..., ntasks_per_node: _Optional[int] = ..., mem_per_node: _Optional[int] = ..., mem_per_cpu: _Optional[int] = ..., time_limit: _Optional[int] = ..., gres: _Optional[_Iterable[_Union[GresRequest, _Mapping]]] = ..., gpus: _Optional[int] = ..., gpus_per_node: _Optional[int] = ..., gpu_type: _Optional[str] = ..., environment: _Optional[_Mapping[str, str]] = ..., export: _Optional[str] = ..., begin_time: _Optional[float] = ..., hold: _Optional[bool] = ..., user: _Optional[str] = ..., uid: _Optional[int] = ..., gid: _Optional[int] = ..., groups: _Optional[_Iterable[int]] = ..., submit_host: _Optional[str] = ..., nice: _Optional[int] = ..., requeue: _Optional[bool] = ..., constraint: _Optional[str] = ..., exclusive: _Optional[bool] = ..., comment: _Optional[str] = ..., nodelist: _Optional[str] = ..., exclude: _Optional[str] = ..., signal: _Optional[str] = ..., batch: _Optional[bool] = ..., submit_dir: _Optional[str] = ..., array: _Optional[str] = ..., cpus_per_gpu: _Optional[int] = ..., mem_per_gpu: _Optional[int] = ..., dependency: _Optional[str] = ..., kill_on_invalid_dep: _Optional[bool] = ..., reservation: _Optional[str] = ..., gpus_per_task: _Optional[int] = ..., max_nodes: _Optional[int] = ..., min_cpus_per_node: _Optional[int] = ..., overcommit: _Optional[bool] = ..., mem_whole_node: _Optional[bool] = ..., exclusive_user: _Optional[bool] = ..., rlimits: _Optional[_Iterable[str]] = ..., deadline: _Optional[float] = ..., priority: _Optional[int] = ..., mail_type: _Optional[str] = ..., mail_user: _Optional[str] = ...) -> None: ...
 
 class NodeAllocation(_message.Message):
     __slots__ = ("node", "cpus", "mem", "gpus")
@@ -154,7 +158,7 @@ class NodeAllocation(_message.Message):
     def __init__(self, node: _Optional[str] = ..., cpus: _Optional[int] = ..., mem: _Optional[int] = ..., gpus: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class Job(_message.Message):
-    __slots__ = ("job_id", "spec", "state", "reason", "priority", "submit_time", "eligible_time", "start_time", "end_time", "exit_code", "exit_signal", "allocations", "restart_count", "held", "held_by_admin", "time_limit", "partition", "master_port", "batch_host", "steps", "next_step_id", "expected_start", "array_job_id", "array_task_id", "array_limit", "array_tasks", "factors", "preempt_time", "preempt_mode", "cancelled_by", "state_desc", "direct_priority")
+    __slots__ = ("job_id", "spec", "state", "reason", "priority", "submit_time", "eligible_time", "start_time", "end_time", "exit_code", "exit_signal", "allocations", "restart_count", "held", "held_by_admin", "time_limit", "partition", "master_port", "batch_host", "steps", "next_step_id", "expected_start", "array_job_id", "array_task_id", "array_limit", "array_tasks", "factors", "preempt_time", "preempt_mode", "cancelled_by", "state_desc", "direct_priority", "admin_comment", "billing", "usage")
     class FactorsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -194,6 +198,9 @@ class Job(_message.Message):
     CANCELLED_BY_FIELD_NUMBER: _ClassVar[int]
     STATE_DESC_FIELD_NUMBER: _ClassVar[int]
     DIRECT_PRIORITY_FIELD_NUMBER: _ClassVar[int]
+    ADMIN_COMMENT_FIELD_NUMBER: _ClassVar[int]
+    BILLING_FIELD_NUMBER: _ClassVar[int]
+    USAGE_FIELD_NUMBER: _ClassVar[int]
     job_id: int
     spec: JobSpec
     state: str
@@ -226,7 +233,60 @@ class Job(_message.Message):
     cancelled_by: str
     state_desc: str
     direct_priority: bool
-    def __init__(self, job_id: _Optional[int] = ..., spec: _Optional[_Union[JobSpec, _Mapping]] = ..., state: _Optional[str] = ..., reason: _Optional[str] = ..., priority: _Optional[int] = ..., submit_time: _Optional[float] = ..., eligible_time: _Optional[float] = ..., start_time: _Optional[float] = ..., end_time: _Optional[float] = ..., exit_code: _Optional[int] = ..., exit_signal: _Optional[int] = ..., allocations: _Optional[_Iterable[_Union[NodeAllocation, _Mapping]]] = ..., restart_count: _Optional[int] = ..., held: _Optional[bool] = ..., held_by_admin: _Optional[bool] = ..., time_limit: _Optional[int] = ..., partition: _Optional[str] = ..., master_port: _Optional[int] = ..., batch_host: _Optional[str] = ..., steps: _Optional[_Iterable[_Union[Step, _Mapping]]] = ..., next_step_id: _Optional[int] = ..., expected_start: _Optional[float] = ..., array_job_id: _Optional[int] = ..., array_task_id: _Optional[int] = ..., array_limit: _Optional[int] = ..., array_tasks: _Optional[str] = ..., factors: _Optional[_Mapping[str, float]] = ..., preempt_time: _Optional[float] = ..., preempt_mode: _Optional[str] = ..., cancelled_by: _Optional[str] = ..., state_desc: _Optional[str] = ..., direct_priority: _Optional[bool] = ...) -> None: ...
+    admin_comment: str
+    billing: float
+    usage: _containers.RepeatedCompositeFieldContainer[UsageSample]
+    def __init__(self, job_id: _Optional[int] = ..., spec: _Optional[_Union[JobSpec, _Mapping]] = ..., state: _Optional[str] = ..., reason: _Optional[str] = ..., priority: _Optional[int] = ..., submit_time: _Optional[float] = ..., eligible_time: _Optional[float] = ..., start_time: _Optional[float] = ..., end_time: _Optional[float] = ..., exit_code: _Optional[int] = ..., exit_signal: _Optional[int] = ..., allocations: _Optional[_Iterable[_Union[NodeAllocation, _Mapping]]] = ..., restart_count: _Optional[int] = ..., held: _Optional[bool] = ..., held_by_admin: _Optional[bool] = ..., time_limit: _Optional[int] = ..., partition: _Optional[str] = ..., master_port: _Optional[int] = ..., batch_host: _Optional[str] = ..., steps: _Optional[_Iterable[_Union[Step, _Mapping]]] = ..., next_step_id: _Optional[int] = ..., expected_start: _Optional[float] = ..., array_job_id: _Optional[int] = ..., array_task_id: _Optional[int] = ..., array_limit: _Optional[int] = ..., array_tasks: _Optional[str] = ..., factors: _Optional[_Mapping[str, float]] = ..., preempt_time: _Optional[float] = ..., preempt_mode: _Optional[str] = ..., cancelled_by: _Optional[str] = ..., state_desc: _Optional[str] = ..., direct_priority: _Optional[bool] = ..., admin_comment: _Optional[str] = ..., billing: _Optional[float] = ..., usage: _Optional[_Iterable[_Union[UsageSample, _Mapping]]] = ...) -> None: ...
+
+class UsageSample(_message.Message):
+    __slots__ = ("step", "node", "restart_count", "time", "user_cpu", "system_cpu", "rss", "max_rss", "ave_rss", "samples", "gpus", "gpu_util", "ave_gpu_util", "max_gpu_util", "gpu_mem", "max_gpu_mem", "start", "tasks")
+    STEP_FIELD_NUMBER: _ClassVar[int]
+    NODE_FIELD_NUMBER: _ClassVar[int]
+    RESTART_COUNT_FIELD_NUMBER: _ClassVar[int]
+    TIME_FIELD_NUMBER: _ClassVar[int]
+    USER_CPU_FIELD_NUMBER: _ClassVar[int]
+    SYSTEM_CPU_FIELD_NUMBER: _ClassVar[int]
+    RSS_FIELD_NUMBER: _ClassVar[int]
+    MAX_RSS_FIELD_NUMBER: _ClassVar[int]
+    AVE_RSS_FIELD_NUMBER: _ClassVar[int]
+    SAMPLES_FIELD_NUMBER: _ClassVar[int]
+    GPUS_FIELD_NUMBER: _ClassVar[int]
+    GPU_UTIL_FIELD_NUMBER: _ClassVar[int]
+    AVE_GPU_UTIL_FIELD_NUMBER: _ClassVar[int]
+    MAX_GPU_UTIL_FIELD_NUMBER: _ClassVar[int]
+    GPU_MEM_FIELD_NUMBER: _ClassVar[int]
+    MAX_GPU_MEM_FIELD_NUMBER: _ClassVar[int]
+    START_FIELD_NUMBER: _ClassVar[int]
+    TASKS_FIELD_NUMBER: _ClassVar[int]
+    step: str
+    node: str
+    restart_count: int
+    time: float
+    user_cpu: float
+    system_cpu: float
+    rss: int
+    max_rss: int
+    ave_rss: float
+    samples: int
+    gpus: int
+    gpu_util: float
+    ave_gpu_util: float
+    max_gpu_util: float
+    gpu_mem: int
+    max_gpu_mem: int
+    start: float
+    tasks: int
+    def __init__(self, step: _Optional[str] = ..., node: _Optional[str] = ..., restart_count: _Optional[int] = ..., time: _Optional[float] = ..., user_cpu: _Optional[float] = ..., system_cpu: _Optional[float] = ..., rss: _Optional[int] = ..., max_rss: _Optional[int] = ..., ave_rss: _Optional[float] = ..., samples: _Optional[int] = ..., gpus: _Optional[int] = ..., gpu_util: _Optional[float] = ..., ave_gpu_util: _Optional[float] = ..., max_gpu_util: _Optional[float] = ..., gpu_mem: _Optional[int] = ..., max_gpu_mem: _Optional[int] = ..., start: _Optional[float] = ..., tasks: _Optional[int] = ...) -> None: ...
+
+class ForeignGpu(_message.Message):
+    __slots__ = ("index", "pids", "memory")
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    PIDS_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_FIELD_NUMBER: _ClassVar[int]
+    index: int
+    pids: _containers.RepeatedScalarFieldContainer[int]
+    memory: int
+    def __init__(self, index: _Optional[int] = ..., pids: _Optional[_Iterable[int]] = ..., memory: _Optional[int] = ...) -> None: ...
 
 class Step(_message.Message):
     __slots__ = ("step_id", "name", "state", "nodes", "num_tasks", "tasks_per_node", "cpus_per_task", "start_time", "end_time", "exit_code", "exit_signal", "exclusive", "cpus_per_node", "task_nodes", "distribution", "allocations", "gpus_held", "overlap")
@@ -405,7 +465,7 @@ class Reservation(_message.Message):
     def __init__(self, name: _Optional[str] = ..., start_time: _Optional[float] = ..., end_time: _Optional[float] = ..., nodes: _Optional[_Iterable[str]] = ..., users: _Optional[_Iterable[str]] = ..., accounts: _Optional[_Iterable[str]] = ..., flags: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class ShareRow(_message.Message):
-    __slots__ = ("account", "user", "raw_shares", "norm_shares", "raw_usage", "effective_usage", "fairshare")
+    __slots__ = ("account", "user", "raw_shares", "norm_shares", "raw_usage", "effective_usage", "fairshare", "norm_usage", "level_fs", "grp_tres_mins", "tres_run_mins", "parent")
     ACCOUNT_FIELD_NUMBER: _ClassVar[int]
     USER_FIELD_NUMBER: _ClassVar[int]
     RAW_SHARES_FIELD_NUMBER: _ClassVar[int]
@@ -413,6 +473,11 @@ class ShareRow(_message.Message):
     RAW_USAGE_FIELD_NUMBER: _ClassVar[int]
     EFFECTIVE_USAGE_FIELD_NUMBER: _ClassVar[int]
     FAIRSHARE_FIELD_NUMBER: _ClassVar[int]
+    NORM_USAGE_FIELD_NUMBER: _ClassVar[int]
+    LEVEL_FS_FIELD_NUMBER: _ClassVar[int]
+    GRP_TRES_MINS_FIELD_NUMBER: _ClassVar[int]
+    TRES_RUN_MINS_FIELD_NUMBER: _ClassVar[int]
+    PARENT_FIELD_NUMBER: _ClassVar[int]
     account: str
     user: str
     raw_shares: int
@@ -420,7 +485,12 @@ class ShareRow(_message.Message):
     raw_usage: float
     effective_usage: float
     fairshare: float
-    def __init__(self, account: _Optional[str] = ..., user: _Optional[str] = ..., raw_shares: _Optional[int] = ..., norm_shares: _Optional[float] = ..., raw_usage: _Optional[float] = ..., effective_usage: _Optional[float] = ..., fairshare: _Optional[float] = ...) -> None: ...
+    norm_usage: float
+    level_fs: float
+    grp_tres_mins: str
+    tres_run_mins: str
+    parent: str
+    def __init__(self, account: _Optional[str] = ..., user: _Optional[str] = ..., raw_shares: _Optional[int] = ..., norm_shares: _Optional[float] = ..., raw_usage: _Optional[float] = ..., effective_usage: _Optional[float] = ..., fairshare: _Optional[float] = ..., norm_usage: _Optional[float] = ..., level_fs: _Optional[float] = ..., grp_tres_mins: _Optional[str] = ..., tres_run_mins: _Optional[str] = ..., parent: _Optional[str] = ...) -> None: ...
 
 class JobEvent(_message.Message):
     __slots__ = ("job_id", "restart_count", "kind", "exit_code", "exit_signal", "oom", "timeout", "time", "message")

@@ -29,6 +29,7 @@ from ..sched import SchedConfig, schedule
 from .dispatch import Dispatcher
 from .job_mgr import JobManager
 from .node_mgr import NodeManager
+from .priority_mgr import PriorityManager
 from .resv_mgr import ReservationManager
 from .rpc import ControllerServicer
 from . import state as state_mod
@@ -56,6 +57,8 @@ class Controller:
         self.store = Store(cfg.db_url, clock)
         self.state = ClusterState(cfg, self.store, clock)
         self.jobs = JobManager(self.state)
+        self.priorities = PriorityManager(self.state)
+        self.jobs.on_ended = self.priorities.charge_usage
         self.nodes = NodeManager(self.state, self.jobs)
         self.dispatch = Dispatcher(self.state)
         self.steps = StepManager(self.state)
@@ -92,7 +95,7 @@ class Controller:
     def monitor_once(self, now: float) -> None:
         if now - self._priorities_at >= PRIORITY_CALC_PERIOD or self.state.new_jobs:
             self.state.new_jobs = False  # new jobs get their factors within a second
-            self.jobs.recompute_priorities(now)
+            self.priorities.recompute_priorities(now)
             self._priorities_at = now
         self.dispatch.send(self.jobs.signal_warnings(now))
         self.dispatch.send(self.jobs.time_limits(now))
@@ -205,7 +208,7 @@ class Controller:
         self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=16), options=SERVER_OPTIONS,
                                   interceptors=[self.authenticator(keyring)])
         servicer = ControllerServicer(self.state, self.jobs, self.nodes, self.dispatch, self.steps,
-                                      self.reservations)
+                                      self.reservations, priorities=self.priorities)
         self.server.add_generic_rpc_handlers((servicer.raw_handlers(),))  # before the generated
         controller_pb2_grpc.add_ControllerServicer_to_server(servicer, self.server)
         # the address SlurmctldHost names, not every interface

@@ -61,9 +61,10 @@ def _node_of(request) -> str:
 
 class ControllerServicer(controller_pb2_grpc.ControllerServicer):
     def __init__(self, state: ClusterState, jobs: JobManager, nodes: NodeManager, dispatch: Dispatcher,
-                 steps: StepManager, reservations: ReservationManager):
+                 steps: StepManager, reservations: ReservationManager, priorities=None):
         self.s, self.jobs, self.nodes, self.dispatch, self.steps = state, jobs, nodes, dispatch, steps
         self.reservations = reservations
+        self.priorities = priorities  # PriorityManager: sshare's rows
         self.users = jobs.users
         self._msg_cache: dict[int, tuple[int, types_pb2.Job]] = {}
         self._cache_lock = threading.Lock()
@@ -187,7 +188,7 @@ class ControllerServicer(controller_pb2_grpc.ControllerServicer):
 
     @rpc_method
     def GetShares(self, request, context):
-        rows = self.jobs.shares(list(request.users))
+        rows = self.priorities.shares(list(request.users))
         return pb.GetSharesReply(rows=[wire.to_msg(r, types_pb2.ShareRow) for r in rows])
 
     @rpc_method
