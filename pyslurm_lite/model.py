@@ -462,3 +462,50 @@ def constraint_met(alternatives: tuple[tuple[str, ...], ...], features) -> bool:
 def replace(obj, **changes):
     """dataclasses.replace, re-exported so callers need one import."""
     return dataclasses.replace(obj, **changes)
+
+
+# ---- accounting: accounts, users and their associations (sacctmgr; controller/assoc.py) -------
+@dataclass
+class TresLimits:
+    """Limits of an association or QOS in Slurm's TRES terms: TRES name (lower case: cpu, mem,
+    node, gres/gpu, billing) -> count (TRES-minutes for the *_mins ones). Absent: no limit."""
+
+    grp_tres: dict[str, int] = field(default_factory=dict)  # GrpTRES: all jobs running under it
+    grp_tres_mins: dict[str, int] = field(default_factory=dict)  # GrpTRESMins: decayed usage
+    max_tres_per_user: dict[str, int] = field(default_factory=dict)  # MaxTRESPerUser
+    max_tres_per_job: dict[str, int] = field(default_factory=dict)  # MaxTRES (per job)
+    max_jobs: int = UNLIMITED  # MaxJobs: running at once
+    max_submit_jobs: int = UNLIMITED  # MaxSubmitJobs: pending and running
+    max_wall: int = UNLIMITED  # MaxWall, minutes
+
+
+@dataclass
+class Association:
+    """An account (user == "") or a user in an account: the unit fair share and limits apply
+    to. The account tree is built from `parent` (root at the top, parent "")."""
+
+    account: str
+    user: str = ""
+    parent: str = "root"  # for accounts: the account above; for users: their account
+    fairshare: int = 1  # RawShares (sacctmgr Fairshare=)
+    qos: list[str] = field(default_factory=list)  # QOS allowed (users: inherited when empty)
+    default_qos: str = ""
+    limits: TresLimits = field(default_factory=TresLimits)
+    description: str = ""
+    organization: str = ""
+
+
+@dataclass
+class AssocTree:
+    """What the scheduler and fair share read of the accounting database, at one moment: every
+    association, the users' default accounts, and whether associations are enforced."""
+
+    assocs: dict[tuple[str, str], Association] = field(default_factory=dict)  # (account, user)
+    default_account: dict[str, str] = field(default_factory=dict)  # user -> account
+    enforce: tuple[str, ...] = ()  # AccountingStorageEnforce words
+
+    def children(self, account: str) -> list[Association]:
+        """Accounts directly under `account` and its users."""
+        return [a for a in self.assocs.values()
+                if (a.user == "" and a.parent == account and a.account != account)
+                or (a.user != "" and a.account == account)]
