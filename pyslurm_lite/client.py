@@ -201,6 +201,14 @@ class Client:
         """sdiag's counters (a GetDiagReply)."""
         return self._call("GetDiag", self._pb().GetDiagRequest())
 
+    def sacctmgr(self, verb: str, entity: str, names=(), where=None, settings=None,
+                 dry_run: bool = False):
+        """(records: list of {column: value}, lines sacctmgr prints)."""
+        reply = self._call("Sacctmgr", self._pb().SacctmgrRequest(
+            verb=verb, entity=entity, names=list(names), where=dict(where or {}),
+            set=dict(settings or {}), dry_run=dry_run))
+        return [dict(r.fields) for r in reply.records], list(reply.messages)
+
     def shares(self, users=()):
         return list(self._call("GetShares", self._pb().GetSharesRequest(users=list(users))).rows)
 

@@ -110,6 +110,9 @@ class Config:
     webhook_url: str = ""  # WebhookURL (ours): JSON POST for every job notification
     webhook_secret_file: str = ""  # WebhookSecretFile (ours): HMAC-SHA256 key (root-owned)
     webhook_format: str = "json"  # WebhookFormat (ours): json | slack
+    # WebhookAllowedURLs (ours): comma-separated URL prefixes a job's --mail-user=https://... may
+    # start with (empty: no per-job webhooks)
+    webhook_allowed_urls: str = ""
     metrics_port: int = 0  # MetricsPort (ours): the controller's Prometheus /metrics; 0 off
     extra: dict[str, str] = field(default_factory=dict)
     # "file:line: Key=Value" of every key read but not implemented: daemons warn with each
@@ -338,6 +341,7 @@ _SIMPLE_KEYS = {
     "smtpfrom": ("smtp_from", str),
     "webhookurl": ("webhook_url", str),
     "webhooksecretfile": ("webhook_secret_file", str),
+    "webhookallowedurls": ("webhook_allowed_urls", str),
     "metricsport": ("metrics_port", int),
     "idlegputhreshold": ("idle_gpu_threshold", float),
 }

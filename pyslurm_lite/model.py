@@ -77,6 +77,38 @@ class Reason(str, Enum):
     RESERVATION = "Reservation"  # its --reservation has not begun yet
     RESERVED_MAINT = "ReqNodeNotAvail, Reserved for maintenance"
     DEADLINE = "DeadLine"  # ended: it could no longer finish before its --deadline
+    # accounting limits (AccountingStorageEnforce=limits; sched/limits.py), Slurm's names
+    ASSOC_GRP_CPU = "AssocGrpCpuLimit"
+    ASSOC_GRP_MEM = "AssocGrpMemLimit"
+    ASSOC_GRP_NODE = "AssocGrpNodeLimit"
+    ASSOC_GRP_GRES = "AssocGrpGRES"
+    ASSOC_GRP_BILLING = "AssocGrpBilling"
+    ASSOC_GRP_CPU_MIN = "AssocGrpCPUMinutesLimit"
+    ASSOC_GRP_MEM_MIN = "AssocGrpMemMinutes"
+    ASSOC_GRP_NODE_MIN = "AssocGrpNodeMinutes"
+    ASSOC_GRP_GRES_MIN = "AssocGrpGRESMinutes"
+    ASSOC_GRP_BILLING_MIN = "AssocGrpBillingMinutes"
+    ASSOC_MAX_CPU_PER_JOB = "AssocMaxCpuPerJobLimit"
+    ASSOC_MAX_MEM_PER_JOB = "AssocMaxMemPerJob"
+    ASSOC_MAX_NODE_PER_JOB = "AssocMaxNodePerJobLimit"
+    ASSOC_MAX_GRES_PER_JOB = "AssocMaxGRESPerJob"
+    ASSOC_MAX_BILLING_PER_JOB = "AssocMaxBillingPerJob"
+    ASSOC_MAX_JOBS = "AssocMaxJobsLimit"
+    ASSOC_MAX_WALL = "AssocMaxWallDurationPerJobLimit"
+    QOS_GRP_CPU = "QOSGrpCpuLimit"
+    QOS_GRP_MEM = "QOSGrpMemLimit"
+    QOS_GRP_NODE = "QOSGrpNodeLimit"
+    QOS_GRP_GRES = "QOSGrpGRES"
+    QOS_GRP_BILLING = "QOSGrpBilling"
+    QOS_MAX_CPU_PER_USER = "QOSMaxCpuPerUserLimit"
+    QOS_MAX_MEM_PER_USER = "QOSMaxMemoryPerUser"
+    QOS_MAX_NODE_PER_USER = "QOSMaxNodePerUserLimit"
+    QOS_MAX_BILLING_PER_USER = "QOSMaxBillingPerUser"
+    QOS_MAX_CPU_PER_JOB = "QOSMaxCpuPerJobLimit"
+    QOS_MAX_MEM_PER_JOB = "QOSMaxMemoryPerJob"
+    QOS_MAX_NODE_PER_JOB = "QOSMaxNodePerJobLimit"
+    QOS_MAX_GRES_PER_JOB = "QOSMaxGRESPerJob"
+    QOS_MAX_BILLING_PER_JOB = "QOSMaxBillingPerJob"
 
 
 class NodeState(str, Enum):
@@ -318,6 +350,7 @@ class UsageSample:
     max_gpu_mem: int = 0
     start: float = 0.0
     tasks: int = 0
+    job_id: int = 0  # whose step (heartbeats carry several jobs' samples)
 
 
 @dataclass
@@ -385,6 +418,8 @@ class Node:
     free_memory: int = 0
     cpu_load: float = 0.0
     agent_version: str = ""
+    # GPUs busy with processes no job started (agent's report): kept out of scheduling
+    foreign_gpus: list["ForeignGpu"] = field(default_factory=list)
 
     @property
     def name(self) -> str:
@@ -426,6 +461,13 @@ class Qos:
     preempt_mode: str = ""  # "" = the cluster's PreemptMode
     grace_time: int = 0  # seconds
     preempt_exempt_time: int = -1  # seconds; -1: the cluster's PreemptExemptTime
+    # sacctmgr's TRES limits (TRES name -> count, as TresLimits); max_gpus_per_user above is
+    # MaxTRESPerUser=gres/gpu=N and stays the one the scheduler reads for GPUs
+    grp_tres: dict[str, int] = field(default_factory=dict)  # GrpTRES: all its running jobs
+    grp_tres_mins: dict[str, int] = field(default_factory=dict)  # GrpTRESMins (recorded only)
+    max_tres_per_user: dict[str, int] = field(default_factory=dict)  # MaxTRESPerUser
+    max_tres_per_job: dict[str, int] = field(default_factory=dict)  # MaxTRES (per job)
+    description: str = ""
 
 
 @dataclass

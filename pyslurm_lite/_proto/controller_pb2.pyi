@@ -361,7 +361,7 @@ class GetSharesReply(_message.Message):
     def __init__(self, rows: _Optional[_Iterable[_Union[_types_pb2.ShareRow, _Mapping]]] = ...) -> None: ...
 
 class SacctmgrRequest(_message.Message):
-    __slots__ = ("verb", "entity", "names", "where", "set")
+    __slots__ = ("verb", "entity", "names", "where", "set", "dry_run")
     class WhereEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -381,12 +381,14 @@ class SacctmgrRequest(_message.Message):
     NAMES_FIELD_NUMBER: _ClassVar[int]
     WHERE_FIELD_NUMBER: _ClassVar[int]
     SET_FIELD_NUMBER: _ClassVar[int]
+    DRY_RUN_FIELD_NUMBER: _ClassVar[int]
     verb: str
     entity: str
     names: _containers.RepeatedScalarFieldContainer[str]
     where: _containers.ScalarMap[str, str]
     set: _containers.ScalarMap[str, str]
-    def __init__(self, verb: _Optional[str] = ..., entity: _Optional[str] = ..., names: _Optional[_Iterable[str]] = ..., where: _Optional[_Mapping[str, str]] = ..., set: _Optional[_Mapping[str, str]] = ...) -> None: ...
+    dry_run: bool
+    def __init__(self, verb: _Optional[str] = ..., entity: _Optional[str] = ..., names: _Optional[_Iterable[str]] = ..., where: _Optional[_Mapping[str, str]] = ..., set: _Optional[_Mapping[str, str]] = ..., dry_run: _Optional[bool] = ...) -> None: ...
 
 class AcctRecord(_message.Message):
     __slots__ = ("fields",)

@@ -328,6 +328,7 @@ MESSAGES = {
         ('free_memory', 15, 'int64', 0, None),
         ('cpu_load', 16, 'double', 0, None),
         ('agent_version', 17, 'string', 0, None),
+        ('foreign_gpus', 18, 'message', 1, 'ForeignGpu'),
     ),
     'NodeAllocation': (
         ('node', 1, 'string', 0, None),
@@ -347,6 +348,7 @@ MESSAGES = {
         ('sockets', 9, 'int32', 0, None),
         ('cores_per_socket', 10, 'int32', 0, None),
         ('threads_per_core', 11, 'int32', 0, None),
+        ('metrics_port', 12, 'int32', 0, None),
     ),
     'NodeHeartbeatReply': (
         ('reregister', 1, 'bool', 0, None),
@@ -375,6 +377,7 @@ MESSAGES = {
         ('allow_groups', 11, 'string', 1, None),
         ('preempt_mode', 12, 'string', 0, None),
         ('grace_time', 13, 'int64', 0, None),
+        ('tres_billing_weights', 14, 'map', 0, ('string', 'double', None)),
     ),
     'PingReply': (
         ('cluster_name', 1, 'string', 0, None),
@@ -431,6 +434,7 @@ MESSAGES = {
         ('names', 3, 'string', 1, None),
         ('where', 4, 'map', 0, ('string', 'string', None)),
         ('set', 5, 'map', 0, ('string', 'string', None)),
+        ('dry_run', 6, 'bool', 0, None),
     ),
     'ShareRow': (
         ('account', 1, 'string', 0, None),
@@ -582,6 +586,7 @@ MESSAGES = {
         ('max_gpu_mem', 16, 'int64', 0, None),
         ('start', 17, 'double', 0, None),
         ('tasks', 18, 'int32', 0, None),
+        ('job_id', 19, 'int64', 0, None),
     ),
     'Winsize': (
         ('rows', 1, 'int32', 0, None),

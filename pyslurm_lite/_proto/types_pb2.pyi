@@ -239,7 +239,7 @@ class Job(_message.Message):
     def __init__(self, job_id: _Optional[int] = ..., spec: _Optional[_Union[JobSpec, _Mapping]] = ..., state: _Optional[str] = ..., reason: _Optional[str] = ..., priority: _Optional[int] = ..., submit_time: _Optional[float] = ..., eligible_time: _Optional[float] = ..., start_time: _Optional[float] = ..., end_time: _Optional[float] = ..., exit_code: _Optional[int] = ..., exit_signal: _Optional[int] = ..., allocations: _Optional[_Iterable[_Union[NodeAllocation, _Mapping]]] = ..., restart_count: _Optional[int] = ..., held: _Optional[bool] = ..., held_by_admin: _Optional[bool] = ..., time_limit: _Optional[int] = ..., partition: _Optional[str] = ..., master_port: _Optional[int] = ..., batch_host: _Optional[str] = ..., steps: _Optional[_Iterable[_Union[Step, _Mapping]]] = ..., next_step_id: _Optional[int] = ..., expected_start: _Optional[float] = ..., array_job_id: _Optional[int] = ..., array_task_id: _Optional[int] = ..., array_limit: _Optional[int] = ..., array_tasks: _Optional[str] = ..., factors: _Optional[_Mapping[str, float]] = ..., preempt_time: _Optional[float] = ..., preempt_mode: _Optional[str] = ..., cancelled_by: _Optional[str] = ..., state_desc: _Optional[str] = ..., direct_priority: _Optional[bool] = ..., admin_comment: _Optional[str] = ..., billing: _Optional[float] = ..., usage: _Optional[_Iterable[_Union[UsageSample, _Mapping]]] = ...) -> None: ...
 
 class UsageSample(_message.Message):
-    __slots__ = ("step", "node", "restart_count", "time", "user_cpu", "system_cpu", "rss", "max_rss", "ave_rss", "samples", "gpus", "gpu_util", "ave_gpu_util", "max_gpu_util", "gpu_mem", "max_gpu_mem", "start", "tasks")
+    __slots__ = ("step", "node", "restart_count", "time", "user_cpu", "system_cpu", "rss", "max_rss", "ave_rss", "samples", "gpus", "gpu_util", "ave_gpu_util", "max_gpu_util", "gpu_mem", "max_gpu_mem", "start", "tasks", "job_id")
     STEP_FIELD_NUMBER: _ClassVar[int]
     NODE_FIELD_NUMBER: _ClassVar[int]
     RESTART_COUNT_FIELD_NUMBER: _ClassVar[int]
@@ -258,6 +258,7 @@ class UsageSample(_message.Message):
     MAX_GPU_MEM_FIELD_NUMBER: _ClassVar[int]
     START_FIELD_NUMBER: _ClassVar[int]
     TASKS_FIELD_NUMBER: _ClassVar[int]
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
     step: str
     node: str
     restart_count: int
@@ -276,7 +277,8 @@ class UsageSample(_message.Message):
     max_gpu_mem: int
     start: float
     tasks: int
-    def __init__(self, step: _Optional[str] = ..., node: _Optional[str] = ..., restart_count: _Optional[int] = ..., time: _Optional[float] = ..., user_cpu: _Optional[float] = ..., system_cpu: _Optional[float] = ..., rss: _Optional[int] = ..., max_rss: _Optional[int] = ..., ave_rss: _Optional[float] = ..., samples: _Optional[int] = ..., gpus: _Optional[int] = ..., gpu_util: _Optional[float] = ..., ave_gpu_util: _Optional[float] = ..., max_gpu_util: _Optional[float] = ..., gpu_mem: _Optional[int] = ..., max_gpu_mem: _Optional[int] = ..., start: _Optional[float] = ..., tasks: _Optional[int] = ...) -> None: ...
+    job_id: int
+    def __init__(self, step: _Optional[str] = ..., node: _Optional[str] = ..., restart_count: _Optional[int] = ..., time: _Optional[float] = ..., user_cpu: _Optional[float] = ..., system_cpu: _Optional[float] = ..., rss: _Optional[int] = ..., max_rss: _Optional[int] = ..., ave_rss: _Optional[float] = ..., samples: _Optional[int] = ..., gpus: _Optional[int] = ..., gpu_util: _Optional[float] = ..., ave_gpu_util: _Optional[float] = ..., max_gpu_util: _Optional[float] = ..., gpu_mem: _Optional[int] = ..., max_gpu_mem: _Optional[int] = ..., start: _Optional[float] = ..., tasks: _Optional[int] = ..., job_id: _Optional[int] = ...) -> None: ...
 
 class ForeignGpu(_message.Message):
     __slots__ = ("index", "pids", "memory")
@@ -353,7 +355,7 @@ class GpuDevice(_message.Message):
     def __init__(self, index: _Optional[int] = ..., type: _Optional[str] = ..., uuid: _Optional[str] = ..., name: _Optional[str] = ..., memory_mb: _Optional[int] = ..., minor: _Optional[int] = ..., pci_bus_id: _Optional[str] = ..., numa_node: _Optional[int] = ..., simulated: _Optional[bool] = ..., file: _Optional[str] = ...) -> None: ...
 
 class NodeConfig(_message.Message):
-    __slots__ = ("name", "addr", "port", "cpus", "real_memory", "gres", "features", "weight", "sockets", "cores_per_socket", "threads_per_core")
+    __slots__ = ("name", "addr", "port", "cpus", "real_memory", "gres", "features", "weight", "sockets", "cores_per_socket", "threads_per_core", "metrics_port")
     NAME_FIELD_NUMBER: _ClassVar[int]
     ADDR_FIELD_NUMBER: _ClassVar[int]
     PORT_FIELD_NUMBER: _ClassVar[int]
@@ -365,6 +367,7 @@ class NodeConfig(_message.Message):
     SOCKETS_FIELD_NUMBER: _ClassVar[int]
     CORES_PER_SOCKET_FIELD_NUMBER: _ClassVar[int]
     THREADS_PER_CORE_FIELD_NUMBER: _ClassVar[int]
+    METRICS_PORT_FIELD_NUMBER: _ClassVar[int]
     name: str
     addr: str
     port: int
@@ -376,10 +379,11 @@ class NodeConfig(_message.Message):
     sockets: int
     cores_per_socket: int
     threads_per_core: int
-    def __init__(self, name: _Optional[str] = ..., addr: _Optional[str] = ..., port: _Optional[int] = ..., cpus: _Optional[int] = ..., real_memory: _Optional[int] = ..., gres: _Optional[_Iterable[_Union[GresRequest, _Mapping]]] = ..., features: _Optional[_Iterable[str]] = ..., weight: _Optional[int] = ..., sockets: _Optional[int] = ..., cores_per_socket: _Optional[int] = ..., threads_per_core: _Optional[int] = ...) -> None: ...
+    metrics_port: int
+    def __init__(self, name: _Optional[str] = ..., addr: _Optional[str] = ..., port: _Optional[int] = ..., cpus: _Optional[int] = ..., real_memory: _Optional[int] = ..., gres: _Optional[_Iterable[_Union[GresRequest, _Mapping]]] = ..., features: _Optional[_Iterable[str]] = ..., weight: _Optional[int] = ..., sockets: _Optional[int] = ..., cores_per_socket: _Optional[int] = ..., threads_per_core: _Optional[int] = ..., metrics_port: _Optional[int] = ...) -> None: ...
 
 class Node(_message.Message):
-    __slots__ = ("config", "state", "drain", "reason", "reason_time", "responding", "last_heartbeat", "boot_time", "gpus", "alloc_cpus", "alloc_mem", "alloc_gpus", "real_cpus", "real_memory", "free_memory", "cpu_load", "agent_version")
+    __slots__ = ("config", "state", "drain", "reason", "reason_time", "responding", "last_heartbeat", "boot_time", "gpus", "alloc_cpus", "alloc_mem", "alloc_gpus", "real_cpus", "real_memory", "free_memory", "cpu_load", "agent_version", "foreign_gpus")
     CONFIG_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
     DRAIN_FIELD_NUMBER: _ClassVar[int]
@@ -397,6 +401,7 @@ class Node(_message.Message):
     FREE_MEMORY_FIELD_NUMBER: _ClassVar[int]
     CPU_LOAD_FIELD_NUMBER: _ClassVar[int]
     AGENT_VERSION_FIELD_NUMBER: _ClassVar[int]
+    FOREIGN_GPUS_FIELD_NUMBER: _ClassVar[int]
     config: NodeConfig
     state: str
     drain: bool
@@ -414,10 +419,18 @@ class Node(_message.Message):
     free_memory: int
     cpu_load: float
     agent_version: str
-    def __init__(self, config: _Optional[_Union[NodeConfig, _Mapping]] = ..., state: _Optional[str] = ..., drain: _Optional[bool] = ..., reason: _Optional[str] = ..., reason_time: _Optional[float] = ..., responding: _Optional[bool] = ..., last_heartbeat: _Optional[float] = ..., boot_time: _Optional[float] = ..., gpus: _Optional[_Iterable[_Union[GpuDevice, _Mapping]]] = ..., alloc_cpus: _Optional[int] = ..., alloc_mem: _Optional[int] = ..., alloc_gpus: _Optional[_Iterable[int]] = ..., real_cpus: _Optional[int] = ..., real_memory: _Optional[int] = ..., free_memory: _Optional[int] = ..., cpu_load: _Optional[float] = ..., agent_version: _Optional[str] = ...) -> None: ...
+    foreign_gpus: _containers.RepeatedCompositeFieldContainer[ForeignGpu]
+    def __init__(self, config: _Optional[_Union[NodeConfig, _Mapping]] = ..., state: _Optional[str] = ..., drain: _Optional[bool] = ..., reason: _Optional[str] = ..., reason_time: _Optional[float] = ..., responding: _Optional[bool] = ..., last_heartbeat: _Optional[float] = ..., boot_time: _Optional[float] = ..., gpus: _Optional[_Iterable[_Union[GpuDevice, _Mapping]]] = ..., alloc_cpus: _Optional[int] = ..., alloc_mem: _Optional[int] = ..., alloc_gpus: _Optional[_Iterable[int]] = ..., real_cpus: _Optional[int] = ..., real_memory: _Optional[int] = ..., free_memory: _Optional[int] = ..., cpu_load: _Optional[float] = ..., agent_version: _Optional[str] = ..., foreign_gpus: _Optional[_Iterable[_Union[ForeignGpu, _Mapping]]] = ...) -> None: ...
 
 class Partition(_message.Message):
-    __slots__ = ("name", "nodes", "default", "max_time", "default_time", "max_nodes", "state", "priority_tier", "priority_job_factor", "allow_accounts", "allow_groups", "preempt_mode", "grace_time")
+    __slots__ = ("name", "nodes", "default", "max_time", "default_time", "max_nodes", "state", "priority_tier", "priority_job_factor", "allow_accounts", "allow_groups", "preempt_mode", "grace_time", "tres_billing_weights")
+    class TresBillingWeightsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: float
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[float] = ...) -> None: ...
     NAME_FIELD_NUMBER: _ClassVar[int]
     NODES_FIELD_NUMBER: _ClassVar[int]
     DEFAULT_FIELD_NUMBER: _ClassVar[int]
@@ -431,6 +444,7 @@ class Partition(_message.Message):
     ALLOW_GROUPS_FIELD_NUMBER: _ClassVar[int]
     PREEMPT_MODE_FIELD_NUMBER: _ClassVar[int]
     GRACE_TIME_FIELD_NUMBER: _ClassVar[int]
+    TRES_BILLING_WEIGHTS_FIELD_NUMBER: _ClassVar[int]
     name: str
     nodes: _containers.RepeatedScalarFieldContainer[str]
     default: bool
@@ -444,7 +458,8 @@ class Partition(_message.Message):
     allow_groups: _containers.RepeatedScalarFieldContainer[str]
     preempt_mode: str
     grace_time: int
-    def __init__(self, name: _Optional[str] = ..., nodes: _Optional[_Iterable[str]] = ..., default: _Optional[bool] = ..., max_time: _Optional[int] = ..., default_time: _Optional[int] = ..., max_nodes: _Optional[int] = ..., state: _Optional[str] = ..., priority_tier: _Optional[int] = ..., priority_job_factor: _Optional[int] = ..., allow_accounts: _Optional[_Iterable[str]] = ..., allow_groups: _Optional[_Iterable[str]] = ..., preempt_mode: _Optional[str] = ..., grace_time: _Optional[int] = ...) -> None: ...
+    tres_billing_weights: _containers.ScalarMap[str, float]
+    def __init__(self, name: _Optional[str] = ..., nodes: _Optional[_Iterable[str]] = ..., default: _Optional[bool] = ..., max_time: _Optional[int] = ..., default_time: _Optional[int] = ..., max_nodes: _Optional[int] = ..., state: _Optional[str] = ..., priority_tier: _Optional[int] = ..., priority_job_factor: _Optional[int] = ..., allow_accounts: _Optional[_Iterable[str]] = ..., allow_groups: _Optional[_Iterable[str]] = ..., preempt_mode: _Optional[str] = ..., grace_time: _Optional[int] = ..., tres_billing_weights: _Optional[_Mapping[str, float]] = ...) -> None: ...
 
 class Reservation(_message.Message):
     __slots__ = ("name", "start_time", "end_time", "nodes", "users", "accounts", "flags")

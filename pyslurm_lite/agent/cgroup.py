@@ -31,8 +31,10 @@ log = logging.getLogger("pyslurm_lite.agent.cgroup")
 
 CGROUP_ROOT = "/sys/fs/cgroup"
 # pids would only count (no limit is set), so it is left out: every controller costs a mkdir,
-# a write and an rmdir per job and step.
-V1_CONTROLLERS = ("memory", "cpuset", "devices", "freezer")
+# a write and an rmdir per job and step. cpuacct is what jobacct_gather/cgroup reads: the CPU
+# time of a step's processes, those already gone included.
+V1_CONTROLLERS = ("memory", "cpuacct", "cpuset", "devices", "freezer")
+USER_HZ = os.sysconf("SC_CLK_TCK")  # cpuacct.stat's unit
 KILL_ROUNDS = 50  # SIGKILL sweeps over a cgroup before giving up on emptying it
 KILL_PAUSE = 0.02  # seconds between sweeps
 
@@ -76,7 +78,19 @@ class Tracker:
                     pass
         return sorted(found)
 
+    def step_pids(self, job_key: str, step: str, leaders: list[int]) -> list[int]:
+        """The processes of one step (the batch script is step "batch"): here, those in its
+        tasks' process groups (each task leads its own)."""
+        return sorted({p for leader in leaders for p in Tracker.pids(self, job_key, leader)})
+
+    def step_cpu(self, job_key: str, step: str) -> tuple[float, float] | None:
+        """(user, system) CPU seconds the step's cgroup has used, exited processes included;
+        None where the tracker keeps no such count (the gatherer asks the processes)."""
+        return None
+
     def signal(self, job_key: str, signo: int, leader: int) -> None:
+        if leader <= 0:  # no group known (a job's end on a node without its script): and
+            return       # killpg(0) would be the agent's own group
         try:
             os.killpg(leader, signo)
         except (ProcessLookupError, PermissionError):
@@ -159,7 +173,7 @@ class CgroupV1(_CgroupTracker):
     hold processes and children); each srun step gets a child, step_<n>."""
 
     name = "proctrack/cgroup (v1)"
-    ALWAYS = ("memory",)
+    ALWAYS = ("memory", "cpuacct")
 
     def __init__(self, node: str, root: str = CGROUP_ROOT):
         self.mounts = {c: os.path.join(root, c) for c in V1_CONTROLLERS
@@ -228,6 +242,26 @@ class CgroupV1(_CgroupTracker):
                 procs |= {int(p) for p in _read(os.path.join(sub, "cgroup.procs")).split()}
             break
         return sorted(procs)
+
+    def step_pids(self, job_key: str, step: str, leaders: list[int]) -> list[int]:
+        # v1: the batch script lives in the job's cgroup itself, steps in step_<n> below it
+        base = self._dirs(job_key).get("memory") or next(iter(self._dirs(job_key).values()), "")
+        path = base if step == "batch" else os.path.join(base, f"step_{step}")
+        return sorted(int(p) for p in _read(os.path.join(path, "cgroup.procs")).split()) if base else []
+
+    def step_cpu(self, job_key: str, step: str) -> tuple[float, float] | None:
+        base = self._dirs(job_key).get("cpuacct")
+        if not base:
+            return None
+        if step == "batch":  # the job's cgroup counts its steps too: take theirs away
+            total = parse_cpuacct_stat_v1(_read(os.path.join(base, "cpuacct.stat")), USER_HZ)
+            for sub in _subdirs(base) if total else ():
+                part = parse_cpuacct_stat_v1(_read(os.path.join(sub, "cpuacct.stat")), USER_HZ)
+                if part:
+                    total = (total[0] - part[0], total[1] - part[1])
+            return (max(total[0], 0.0), max(total[1], 0.0)) if total else None
+        return parse_cpuacct_stat_v1(_read(os.path.join(base, f"step_{step}", "cpuacct.stat")),
+                                     USER_HZ)
 
     def kill_all(self, job_key: str, leader: int) -> None:
         """SIGKILL everything in the job's cgroup, frozen first so nothing can fork meanwhile:
@@ -360,6 +394,14 @@ class CgroupV2(_CgroupTracker):
             procs |= {int(p) for p in _read(os.path.join(sub, "cgroup.procs")).split()}
         return sorted(procs)
 
+    def step_pids(self, job_key: str, step: str, leaders: list[int]) -> list[int]:
+        path = os.path.join(self._dir(job_key), f"step_{step}", "cgroup.procs")
+        return sorted(int(p) for p in _read(path).split())
+
+    def step_cpu(self, job_key: str, step: str) -> tuple[float, float] | None:
+        text = _read(os.path.join(self._dir(job_key), f"step_{step}", "cpu.stat"))
+        return parse_cpu_stat_v2(text) if text else None
+
     def kill_all(self, job_key: str, leader: int) -> None:
         kill_file = os.path.join(self._dir(job_key), "cgroup.kill")
         for _ in range(KILL_ROUNDS):
@@ -386,6 +428,26 @@ class CgroupV2(_CgroupTracker):
 
     def close(self) -> None:
         _rmdir_empty(self.base)
+
+
+def parse_cpu_stat_v2(text: str) -> tuple[float, float] | None:
+    """cgroup v2 cpu.stat ("usage_usec N\nuser_usec N\nsystem_usec N...") -> (user, system)
+    seconds; None when the file lacks them."""
+    values = dict(line.split(None, 1) for line in text.splitlines() if " " in line)
+    try:
+        return int(values["user_usec"]) / 1e6, int(values["system_usec"]) / 1e6
+    except (KeyError, ValueError):
+        return None
+
+
+def parse_cpuacct_stat_v1(text: str, hz: int = 100) -> tuple[float, float] | None:
+    """cgroup v1 cpuacct.stat ("user TICKS\nsystem TICKS", in USER_HZ) -> (user, system)
+    seconds; None when the file lacks them."""
+    values = dict(line.split(None, 1) for line in text.splitlines() if " " in line)
+    try:
+        return int(values["user"]) / hz, int(values["system"]) / hz
+    except (KeyError, ValueError):
+        return None
 
 
 def _v1_memory_limit(path: str, mem_mb: int) -> None:

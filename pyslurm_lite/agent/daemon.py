@@ -33,9 +33,11 @@ from ..errors import ConfigError, StaleState
 from ..rpc import authn, keys, tokens
 from ..rpc.authsock import AuthSocketServer
 from ..rpc.grpcutil import SERVER_OPTIONS, bind, client_channel, daemon_metadata
+from .acctgather import Gatherer
 from .cgroup import make_tracker, scope as cgroup_scope
-from .gpu import discover
+from .gpu import discover, sampler as gpu_sampler
 from .journal import EndingsJournal
+from . import metrics
 from .rpc import AgentServicer
 from .stepmgr import StepManager
 from .taskmgr import TaskManager
@@ -100,6 +102,10 @@ class Agent:
         self.steps = StepManager(cfg, node, self.spool, self._report, self.gpus, self.tracker,
                                  node_key=self.key)
         self.steps.tasks = self.tasks = TaskManager(self.steps, node, self.key)
+        self.gpu_source = gpu_sampler(self.gpus, cfg, node, self.spool)
+        self.acct = self._gatherer()
+        self.steps.acct = self.acct
+        self._usage_sent = 0.0  # time of the newest sample a heartbeat delivered
         self.instance = ""
         self.epoch = ""  # this agent's registration, as the controller named it
         self._link_lock = threading.Lock()  # a registration and a launch never overlap
@@ -108,6 +114,15 @@ class Agent:
         self.boot_time = psutil.boot_time()
         self.health = HealthCheck(cfg.health_check_program, cfg.health_check_interval,
                                   dict(os.environ, SLURM_CONF=cfg.path, SLURMD_NODENAME=node))
+
+    def _gatherer(self) -> Gatherer | None:
+        """jobacct_gather/cgroup or /linux (the tracker's counts where it keeps them, else the
+        processes'); /none measures nothing."""
+        if self.cfg.job_acct_gather_type == "jobacct_gather/none":
+            return None
+        return Gatherer(self.node, self.tracker, self.gpu_source,
+                        lambda: self.steps.usage_targets() + self.tasks.usage_targets(),
+                        self.cfg.acct_gather_frequency)
 
     # ---- the link -----------------------------------------------------------------------------
     def _md(self, method: str) -> tuple:
@@ -168,13 +183,25 @@ class Agent:
         log.info("registered with controller instance %s", self.instance)
 
     def report_once(self) -> None:
-        if not self.pending:
+        # Ended steps' final samples go with (or, for srun steps, without) endings; a step's is
+        # taken before its ending is queued, so it is never later than the ending it belongs to.
+        finals = self.acct.take_finals() if self.acct else []
+        if not self.pending and not finals:
             return
         self._reported_at = time.monotonic()
-        req = cpb.ReportJobEventsRequest(node=self.node, instance=self.instance, events=self._event_msgs())
-        reply = self.stub.ReportJobEvents(req, timeout=RPC_TIMEOUT, metadata=self._md("ReportJobEvents"))
+        req = cpb.ReportJobEventsRequest(
+            node=self.node, instance=self.instance, events=self._event_msgs(),
+            usage=[wire.to_msg(u, types_pb2.UsageSample) for u in finals])
+        try:
+            reply = self.stub.ReportJobEvents(req, timeout=RPC_TIMEOUT, metadata=self._md("ReportJobEvents"))
+        except BaseException:
+            if self.acct:
+                self.acct.give_back(finals)
+            raise
         if reply.reregister:
             self.instance = ""
+            if self.acct:
+                self.acct.give_back(finals)
         else:
             self._acknowledged()
 
@@ -184,12 +211,17 @@ class Agent:
         running = self._running_msgs()
         self._drain_queue(0)
         self.report_once()
+        usage = self.acct.latest(since=self._usage_sent) if self.acct else []
         req = cpb.NodeHeartbeatRequest(
             node=self.node, instance=self.instance, running=running, health_error=self.health.error,
             free_memory=psutil.virtual_memory().available // (1024 * 1024),
-            cpu_load=os.getloadavg()[0])
+            cpu_load=os.getloadavg()[0],
+            usage=[wire.to_msg(u, types_pb2.UsageSample) for u in usage],
+            foreign_gpus=[wire.to_msg(f, types_pb2.ForeignGpu) for f in (self.acct.foreign if self.acct else [])])
         if self.stub.NodeHeartbeat(req, timeout=RPC_TIMEOUT, metadata=self._md("NodeHeartbeat")).reregister:
             self.instance = ""
+        elif usage:
+            self._usage_sent = max(u.time for u in usage)
 
     def link_loop(self) -> None:
         next_beat = 0.0
@@ -222,6 +254,7 @@ class Agent:
         # lost, so the controller requeues those jobs instead of waiting on tasks that are gone.
         for job_id in self.steps.clear_leftovers():
             self.pending.append({"job_id": job_id, "kind": "lost", "time": time.time()})
+        self.metrics = metrics.start(self)  # MetricsPort= of this node (before gRPC: a port in use fails cleanly)
         # each srun connection holds a thread for the step's life: room for many steps at once
         self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=64), options=SERVER_OPTIONS,
                                   interceptors=[self.authenticator()])
@@ -236,6 +269,9 @@ class Agent:
         threading.Thread(target=self.link_loop, daemon=True, name="link").start()
         threading.Thread(target=self.health.run_forever, args=(self.stop,), daemon=True,
                          name="health").start()
+        if self.acct is not None:
+            threading.Thread(target=self.acct.run_forever, args=(self.stop,), daemon=True,
+                             name="acctgather").start()
         log.info("agent %s listening on %s:%s, %d GPU(s)%s, process tracking: %s", self.node,
                  node_cfg.addr, bound, len(self.gpus),
                  " (simulated)" if self.gpus and self.gpus[0].simulated else "", self.tracker.name)

@@ -11,6 +11,12 @@ simulated, for machines without a GPU. `discover()` picks one as slurmd does wit
                           devices their File= names when every one of them is a real GPU; a node
                           gres.conf says nothing about gets NVML's devices, else slurm.conf's
 
+Both sources also `sample()` what their GPUs are doing now (GpuSample: utilization, memory in
+use, the processes on it), for per-job accounting (acctgather.py) and the agent's /metrics.
+A simulated GPU is idle and empty unless a file says otherwise: <agent spool>/simgpu/<index>
+holding "UTIL [MEM_MB [PID ...]]" (e.g. "85 2048 4242"), written by root (only a file owned
+by the agent's user and writable by nobody else is believed), so tests can make one busy.
+
 `split()` deals a host's GPUs out to the nodes of a local cluster (`cluster up`): node1 gets the
 first G, node2 the next G..., never one GPU to two nodes. The controller checks what an agent
 reports against slurm.conf (controller/gres_check.py); this module only reports.
@@ -19,13 +25,28 @@ reports against slurm.conf (controller/gres_check.py); this module only reports.
 from __future__ import annotations
 
 import logging
+import os
 import re
-from dataclasses import replace
+import stat
+from dataclasses import dataclass, field, replace
 
 from ..config import Config
 from ..model import GpuDevice
 
 log = logging.getLogger("pyslurm_lite.agent.gpu")
+
+MIB = 1024 * 1024
+SIM_DIR = "simgpu"  # under the agent's spool: the simulated GPUs' figures, one file per index
+
+
+@dataclass
+class GpuSample:
+    """One GPU now: utilization (percent), memory in use (bytes), processes using it."""
+
+    index: int
+    util: float = 0.0
+    memory_used: int = 0
+    pids: list[int] = field(default_factory=list)
 
 
 def slurm_type_name(model: str) -> str:
@@ -38,10 +59,34 @@ def slurm_type_name(model: str) -> str:
 class NvmlSource:
     """Real GPUs through NVML. Raises ImportError/RuntimeError when NVML is unavailable."""
 
-    def __init__(self, nvml=None):
+    def __init__(self, nvml=None, indices: list[int] | None = None):
         if nvml is None:
             import pynvml as nvml
         self.nvml = nvml
+        self.indices = indices  # the GPUs sample() reports (None: all)
+        self._sampling = False  # NVML stays initialised between samples once sampling starts
+
+    def sample(self) -> list[GpuSample]:
+        """Each GPU's utilization rate, memory in use and compute and graphics processes."""
+        nv = self.nvml
+        if not self._sampling:
+            nv.nvmlInit()
+            self._sampling = True
+        indices = self.indices if self.indices is not None else range(nv.nvmlDeviceGetCount())
+        return [self._sample(nv, i) for i in indices]
+
+    @staticmethod
+    def _sample(nv, index: int) -> GpuSample:
+        h = nv.nvmlDeviceGetHandleByIndex(index)
+        pids: list[int] = []
+        for getter in ("nvmlDeviceGetComputeRunningProcesses",
+                       "nvmlDeviceGetGraphicsRunningProcesses"):
+            try:
+                pids += [int(p.pid) for p in getattr(nv, getter)(h) if int(p.pid) not in pids]
+            except Exception:  # not supported on every device and driver
+                pass
+        return GpuSample(index=index, util=float(nv.nvmlDeviceGetUtilizationRates(h).gpu),
+                         memory_used=int(nv.nvmlDeviceGetMemoryInfo(h).used), pids=pids)
 
     def devices(self) -> list[GpuDevice]:
         nv = self.nvml
@@ -88,8 +133,12 @@ def _numa_node(nv, handle, pci: str) -> int:
 class ConfiguredSource:
     """GPUs as configuration declares them for this node; simulated, no device behind them."""
 
-    def __init__(self, cfg: Config, node: str):
+    def __init__(self, cfg: Config, node: str, sim_dir: str = ""):
         self.cfg, self.node = cfg, node
+        self.sim_dir = sim_dir  # where the simulated GPUs' figures are ("": always idle)
+
+    def sample(self) -> list[GpuSample]:
+        return [read_sim_file(self.sim_dir, g.index) for g in self.devices()]
 
     def devices(self) -> list[GpuDevice]:
         declared = [d for d in self.cfg.gres_devices.get(self.node, []) if d.name == "gpu"]
@@ -103,6 +152,47 @@ class ConfiguredSource:
                 out += [GpuDevice(index=len(out) + i, type=g.type, simulated=True, name="simulated")
                         for i in range(g.count)]
         return out
+
+
+def read_sim_file(sim_dir: str, index: int) -> GpuSample:
+    """A simulated GPU's figures from <sim_dir>/<index> ("UTIL [MEM_MB [PID ...]]"); idle and
+    empty without a file, or with one that anyone but the agent's user could have written."""
+    path = os.path.join(sim_dir, str(index)) if sim_dir else ""
+    try:
+        with open(path) as f:
+            st = os.fstat(f.fileno())
+            if st.st_uid != os.geteuid() or st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+                log.warning("%s is writable by others than uid %d: ignored", path, os.geteuid())
+                return GpuSample(index)
+            words = f.read(4096).split()
+    except OSError:
+        return GpuSample(index)
+    return parse_sim(index, words, path)
+
+
+def parse_sim(index: int, words: list[str], where: str = "") -> GpuSample:
+    try:
+        util = min(max(float(words[0]), 0.0), 100.0) if words else 0.0
+        mem = int(float(words[1]) * MIB) if len(words) > 1 else 0
+        return GpuSample(index, util, mem, [int(p) for p in words[2:]])
+    except ValueError:
+        log.warning("%s: expected 'UTIL [MEM_MB [PID ...]]', got %r", where, " ".join(words))
+        return GpuSample(index)
+
+
+def sampler(devices: list[GpuDevice], cfg: Config, node: str, spool: str):
+    """The backend that samples this node's GPUs: NVML for real ones, else the simulated files."""
+    if devices and not any(g.simulated for g in devices):
+        try:
+            return NvmlSource(indices=[g.index for g in devices])
+        except ImportError:
+            log.warning("real GPUs but no pynvml: GPU usage is not sampled")
+    sim_dir = os.path.join(spool, SIM_DIR)
+    try:
+        os.makedirs(sim_dir, mode=0o755, exist_ok=True)
+    except OSError as e:
+        log.warning("cannot make %s: %s", sim_dir, e)
+    return ConfiguredSource(cfg, node, sim_dir)
 
 
 def discover(cfg: Config, node: str) -> list[GpuDevice]:

@@ -35,6 +35,7 @@ from ..model import GpuDevice, Job, NodeAllocation
 from ..rpc import credential
 from ..rpc.credential import Claims, CredentialError
 from . import gpu as gpu_mod
+from .acctgather import Target
 from . import shellsafe
 from . import spool as spool_mod
 from . import taskprolog
@@ -75,6 +76,7 @@ class Running:
     ending: str = ""  # why we are killing it: cancelled | timeout | requeue | node_fail
     kill_timer: threading.Timer | None = None
     env: dict | None = None  # the script's environment, for the TaskEpilog
+    started: float = 0.0  # when the script started here (time.time())
 
 
 class Admission:
@@ -125,6 +127,7 @@ class StepManager:
         self.tracker = tracker or Tracker()
         self.cores = CoreMap()
         self.tasks = None  # the TaskManager (srun steps), set by the agent
+        self.acct = None  # the usage Gatherer (acctgather.py), set by the agent
         # job id -> the job's GPUs here in the order its tasks see them when the devices cgroup
         # fences them (None: not fenced), for the jobs with a cgroup here
         self.job_cgroups: dict[int, list[int] | None] = {}
@@ -245,7 +248,8 @@ class StepManager:
         if self.tracker.name == "proctrack/pgid":
             # without cgroups, the pid file is the only record of what runs here
             spool_mod.write_pid(self._job_dir(job), proc.pid, job.restart_count)
-        return Running(job=job, proc=proc, pidfd=os.pidfd_open(proc.pid), env=env)
+        return Running(job=job, proc=proc, pidfd=os.pidfd_open(proc.pid), env=env,
+                       started=time.time())
 
     def ensure_job_cgroup(self, job: Job, node: str, job_gpus: list[int] | None = None
                           ) -> list[int] | None:
@@ -288,12 +292,14 @@ class StepManager:
                 self._finishers.submit(self._finish, key.data)
 
     def _finish(self, run: Running) -> None:
-        rc = run.proc.wait()
+        rc, rusage = wait_with_rusage(run.proc)
         if run.kill_timer:
             run.kill_timer.cancel()
         self._task_epilog(run)
         key = job_key(run.job.job_id)
         oom = self.tracker.oom_killed(key)
+        if self.acct is not None:  # before the cgroup goes: its counters are the step's figures
+            self.acct.finish(self._target(run), rusage)
         self._release(run.job)  # what the script left behind dies with it
         exit_code, exit_signal = (0, -rc) if rc < 0 else (rc, 0)
         # Report before forgetting: a heartbeat must never see a job neither running nor ended.
@@ -415,9 +421,31 @@ class StepManager:
         with self.lock:
             self.job_cgroups.pop(job_id, None)
 
+    def usage_targets(self) -> list[Target]:
+        """The batch scripts running here, as the usage gatherer samples them."""
+        with self.lock:
+            runs = list(self.running.values())
+        return [self._target(r) for r in runs]
+
+    def _target(self, run: Running) -> Target:
+        here = next((a for a in run.job.allocations if a.node == self.node), None)
+        return Target(run.job.job_id, run.job.restart_count, "batch", [run.proc.pid],
+                      list(here.gpus) if here else [], 1, run.started)
+
     def running_jobs(self) -> dict[int, int]:
         with self.lock:
             return {j: r.job.restart_count for j, r in self.running.items()}
+
+
+def wait_with_rusage(proc: subprocess.Popen):
+    """Reap proc as Popen.wait() would, also returning wait4()'s rusage of it and every process
+    it waited for (None if something else reaped it first)."""
+    try:
+        _, status, rusage = os.wait4(proc.pid, 0)
+    except ChildProcessError:
+        return proc.wait(), None
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return proc.returncode, rusage
 
 
 def _device_number(path: str) -> tuple[int, int] | None:

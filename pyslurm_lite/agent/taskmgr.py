@@ -20,7 +20,9 @@ import selectors
 import signal
 import subprocess
 import threading
+import time
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 
 from .. import rlimits
 from ..rpc import wire
@@ -34,7 +36,8 @@ from .cpus import cpulist
 from .iobuf import LineBuffer
 from .env import step_environment, submitter_umask, task_environment
 from .iopaths import CHDIR, CHDIR_REPORT, expand_pattern
-from .stepmgr import apply_claims
+from .acctgather import Target
+from .stepmgr import apply_claims, wait_with_rusage
 
 log = logging.getLogger("pyslurm_lite.agent.taskmgr")
 
@@ -76,6 +79,10 @@ class StepRun:
     cpus: set[int] = field(default_factory=set)  # the CPUs its tasks are bound to here
     pty: int = -1  # srun --pty: the master of task 0's terminal, while it is open
     epilog: object = None  # (rank) -> None: the task epilogs, once that task has exited
+    restart_count: int = 0  # the job's run this step belongs to
+    gpus: list[int] = field(default_factory=list)  # the step's GPUs here (usage sampling)
+    started: float = field(default_factory=time.time)
+    rusage: list = field(default_factory=list)  # wait4()'s figures of each task that exited
 
 
 class TaskManager:
@@ -133,6 +140,8 @@ class TaskManager:
                 remaining -= 1
             yield msg
         key = (run.job_id, run.step_id)
+        if self.steps.acct is not None:  # before the kill: what is left still counts
+            self.steps.acct.finish(self._target(run), _merged(run.rusage))
         self.steps.tracker.kill_all(f"job_{run.job_id}/step_{run.step_id}", 0)
         with self.lock:
             self.runs.pop(key, None)
@@ -197,12 +206,14 @@ class TaskManager:
 
     # ---- launching ------------------------------------------------------------------------------
     def _launch(self, job: Job, launch, claims: Claims) -> StepRun:
-        run = StepRun(job.job_id, launch.step_id)
+        run = StepRun(job.job_id, launch.step_id, restart_count=claims.restart_count)
         with self.lock:
             if (job.job_id, launch.step_id) in self.runs:
                 raise RuntimeError("step already launched here")
             self.runs[(job.job_id, launch.step_id)] = run
         share = claims.alloc.get(self.node)
+        here = next((a for a in job.allocations if a.node == self.node), None)
+        run.gpus = list(share.gpus if share and share.gpus else (here.gpus if here else []))
         fenced = self.steps.ensure_job_cgroup(job, self.node, share.fence_gpus if share else None)
         addrs = dict(a.split("=", 1) for a in launch.node_addrs if "=" in a)
         nodes = list(launch.step_nodes)
@@ -391,7 +402,9 @@ class TaskManager:
 
     @staticmethod
     def _report_exit(proc: subprocess.Popen, rank: int, run: StepRun) -> None:
-        rc = proc.wait()
+        rc, rusage = wait_with_rusage(proc)
+        if rusage is not None:
+            run.rusage.append(rusage)
         with run.lock:
             os.close(run.pidfds.pop(rank))
         if run.epilog is not None:
@@ -433,9 +446,31 @@ class TaskManager:
             run.out.put(agent_pb2.StepOutput(task_id=rank, stream=1, data=data))
         return bool(data)
 
+    # ---- usage ------------------------------------------------------------------------------------
+    def usage_targets(self) -> list[Target]:
+        """The steps running here, as the usage gatherer samples them."""
+        with self.lock:
+            runs = list(self.runs.values())
+        return [self._target(r) for r in runs]
+
+    @staticmethod
+    def _target(run: StepRun) -> Target:
+        return Target(run.job_id, run.restart_count, str(run.step_id),
+                      [p.pid for p in run.procs.values()], list(run.gpus),
+                      max(len(run.procs), 1), run.started)
+
     # ---- job end --------------------------------------------------------------------------------
     def kill_job(self, job_id: int) -> None:
         with self.lock:
             runs = [r for (j, _), r in self.runs.items() if j == job_id]
         for run in runs:
             self._kill(run, signal.SIGKILL)
+
+
+def _merged(rusages: list):
+    """The step's tasks' wait4() figures together: CPU summed, the largest peak (None: none)."""
+    if not rusages:
+        return None
+    return SimpleNamespace(ru_utime=sum(r.ru_utime for r in rusages),
+                           ru_stime=sum(r.ru_stime for r in rusages),
+                           ru_maxrss=max(r.ru_maxrss for r in rusages))

@@ -5,9 +5,10 @@ A run of a job prints one line, then (unless -X) one per step: `ID.batch` for th
 There is no `ID.extern` step: pyslurm-lite does not adopt processes outside steps (Slurm's
 PrologFlags=contain), so there is nothing to account for there.
 
-Fields only resource usage gathering could fill (MaxRSS, AveCPU, TotalCPU, TRESUsage*...) print
-empty, as Slurm's do without a jobacct_gather plugin; they come with the accounting issue.
-Fields we do not record at all are in NOT_RECORDED: they print empty and sacct warns.
+Resource usage (MaxRSS, AveCPU, TotalCPU, TRESUsageIn*...) comes from what the agents sampled
+(cli/acctusage.py); the usage fields nothing samples here (virtual memory, pages, disk I/O, CPU
+frequency, energy, TRESUsageOut*) print empty, as Slurm's do without the plugin that gathers
+them. Fields we do not record at all are in NOT_RECORDED: they print empty and sacct warns.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 from ..config import collect
 from ..model import JobSpec
 from ..units import format_hms, format_limit_hms, format_memory, format_timestamp
+from . import acctusage
 
 # name -> width (negative: left-justified), in the order of Slurm 22.05's sacct field table.
 WIDTHS = {
@@ -46,18 +48,19 @@ WIDTHS = {
     "WorkDir": 20,
 }
 CANONICAL = {name.lower(): name for name in WIDTHS}
-# Resource usage (jobacct_gather's, energy's): empty here as in Slurm without those plugins.
+# Resource usage (jobacct_gather's, energy's): empty unless cli/acctusage.py fills it.
 USAGE = {n for n in WIDTHS if n.startswith(("Ave", "Max", "Min", "TRESUsage", "ConsumedEnergy"))
          } | {"SystemCPU", "TotalCPU", "UserCPU"}
 # Never recorded by pyslurm-lite: printed empty, with a warning naming them.
 NOT_RECORDED = {"AssocID", "DBIndex", "Flags", "Layout", "QOSRAW", "ReqCPUFreq", "ReqCPUFreqGov",
                 "ReqCPUFreqMax", "ReqCPUFreqMin", "ReservationId", "SubmitLine", "WCKeyID"}
 # Slurm sets these only through features we do not have (sacctmgr, MCS, containers): empty there too.
-NEVER_SET = {"AdminComment", "BlockID", "Container", "McsLabel", "SystemComment", "WCKey"}
+NEVER_SET = {"BlockID", "Container", "McsLabel", "SystemComment", "WCKey"}
 # A step's line leaves these empty: they describe the job as submitted, not the step.
 JOB_ONLY = {"Partition", "QOS", "User", "UID", "Group", "GID", "Timelimit", "TimelimitRaw",
             "Priority", "Reason", "ReqTRES", "DerivedExitCode", "Comment", "Constraints",
-            "Eligible", "Reserved", "ResvCPU", "ResvCPURAW", "Reservation", "ReqMem"}
+            "Eligible", "Reserved", "ResvCPU", "ResvCPURAW", "Reservation", "ReqMem",
+            "AdminComment"}
 
 
 @dataclass
@@ -134,8 +137,10 @@ def alloc_tres(rec: Rec) -> str:
     if not job.start_time or not job.allocations:
         return ""
     cpus = sum(a.cpus for a in job.allocations)
-    return _tres({"billing": cpus, "cpu": cpus, "mem": sum(a.mem for a in job.allocations),
-                  "node": len(job.allocations), "gres/gpu": sum(len(a.gpus) for a in job.allocations)})
+    # Slurm keeps billing as a whole count (its weighted sum, truncated); without weights, CPUs
+    return _tres({"billing": int(job.billing) if job.billing else cpus, "cpu": cpus,
+                  "mem": sum(a.mem for a in job.allocations), "node": len(job.allocations),
+                  "gres/gpu": sum(len(a.gpus) for a in job.allocations)})
 
 
 def req_cpus(rec: Rec) -> int:
@@ -148,8 +153,18 @@ def req_mem_per_node(rec: Rec) -> int:
 
 def req_tres(rec: Rec) -> str:
     cpus, nodes = req_cpus(rec), max(rec.spec.num_nodes, 1)
-    return _tres({"billing": cpus, "cpu": cpus, "mem": req_mem_per_node(rec) * nodes, "node": nodes,
-                  "gres/gpu": rec.spec.gpus_needed_per_node() * nodes})
+    counts = {"cpu": cpus, "mem": req_mem_per_node(rec) * nodes, "node": nodes,
+              "gres/gpu": rec.spec.gpus_needed_per_node() * nodes}
+    return _tres({"billing": req_billing(rec, counts), **counts})
+
+
+def req_billing(rec: Rec, counts: dict[str, int]) -> int:
+    """What the request bills under its partition's TRESBillingWeights (Slurm computes the
+    requested billing the same way as the allocated one)."""
+    from ..controller.usage import billing
+    part = rec.cfg.partitions.get(rec.job.partition)
+    weights = part.tres_billing_weights if part is not None else {}
+    return int(billing(counts, weights, rec.cfg.priority_flags))
 
 
 def alloc_cpus(rec: Rec) -> int:
@@ -223,6 +238,7 @@ def _getters():
         "AllocCPUS": lambda r: str(alloc_cpus(r)), "NCPUS": lambda r: str(alloc_cpus(r)),
         "AllocNodes": lambda r: str(len(r.step.nodes)) if r.step else
         str(len(j(r).allocations) if j(r).start_time else 0),
+        "AdminComment": lambda r: j(r).admin_comment,
         "AllocTRES": alloc_tres, "ReqTRES": req_tres,
         "Cluster": lambda r: r.cfg.cluster_name, "Comment": lambda r: r.spec.comment,
         "Constraints": lambda r: r.spec.constraint,
@@ -281,6 +297,8 @@ GETTERS = _getters()
 
 
 def value(name: str, rec: Rec) -> str:
+    if name in acctusage.GETTERS:
+        return acctusage.GETTERS[name](rec)
     if name in USAGE or name in NOT_RECORDED or name in NEVER_SET:
         return ""
     if rec.step is not None and name in JOB_ONLY:

@@ -1,6 +1,7 @@
 """A local cluster in one command: a controller and N agents on loopback, as background daemons.
 
-DIR holds slurm.conf (written once, then the operator's to edit), gres.conf, the state database,
+DIR holds slurm.conf (written once, then the operator's to edit, with free ports for the
+daemons and their Prometheus /metrics, whose URLs `up` prints), gres.conf, the state database,
 agents' spools, logs and pid files. `up` on an existing DIR restarts whichever daemon is not
 running, on the same state; `down` stops them and anything their jobs left running.
 
@@ -52,6 +53,7 @@ def write_config(directory: str, nodes: int, cpus: int, mem: int, gpus: int, tls
         "HeartbeatInterval=1",
         "SlurmdTimeout=30",
         "KillWait=5",
+        f"MetricsPort={_free_port()}",  # the controller's Prometheus /metrics
     ]
     if tls:  # a CA and one certificate for the daemons, all on loopback
         from ..rpc.tls import make_local_certs
@@ -59,8 +61,8 @@ def write_config(directory: str, nodes: int, cpus: int, mem: int, gpus: int, tls
         lines.append(f"TLSParameters=ca_cert_file={ca},cert_file={cert},cert_key_file={key}")
     gres = f" Gres=gpu:{gpus}" if gpus else ""
     for name in names:
-        lines.append(f"NodeName={name} NodeAddr=127.0.0.1 Port={_free_port()} CPUs={cpus} "
-                     f"RealMemory={mem}{gres}")
+        lines.append(f"NodeName={name} NodeAddr=127.0.0.1 Port={_free_port()} "
+                     f"MetricsPort={_free_port()} CPUs={cpus} RealMemory={mem}{gres}")
     lines.append("PartitionName=main Nodes=ALL Default=YES MaxTime=UNLIMITED State=UP")
     with open(conf, "w") as f:
         f.write("\n".join(lines) + "\n")
@@ -144,8 +146,22 @@ def up(directory: str, nodes: int, cpus: int, mem: int, gpus: int, echo=print, t
         if not _pid_alive(pid_file, conf):
             _spawn(args, os.path.join(directory, f"{name}.log"), pid_file)
     _wait_ready(directory, cfg)
+    for said in metrics_urls(cfg):
+        note(said)
     echo(f"export PYSLURM_LITE_CONF={conf}")
     return conf
+
+
+def metrics_urls(cfg) -> list[str]:
+    """Where Prometheus scrapes this cluster, as slurm.conf says now (the operator may have
+    changed or zeroed the ports)."""
+    out = []
+    if cfg.metrics_port:
+        host = cfg.controller_addr or cfg.controller_host
+        out.append(f"controller metrics: http://{host}:{cfg.metrics_port}/metrics")
+    out += [f"{name} metrics: http://{n.addr}:{n.metrics_port}/metrics"
+            for name, n in cfg.nodes.items() if n.metrics_port]
+    return out
 
 
 def publish_names(directory: str, cfg, path: str = hostsfile.HOSTS) -> bool:

@@ -79,6 +79,23 @@ class Unsupported(argparse.Action):
             warn_once(parser, self.dest, f"{shown} {IGNORED}")
 
 
+class MailTypeAction(argparse.Action):
+    """--mail-type: Slurm's words, checked as they are parsed; several given add up (Slurm ORs
+    them into one mask)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from ..mailtypes import parse
+        words = [w for w in (getattr(namespace, self.dest, None) or "").split(",") if w]
+        words += [w for w in parse(values).split(",") if w]
+        setattr(namespace, self.dest, ",".join(dict.fromkeys(words)))
+
+
+def apply_mail_options(ns, spec) -> None:
+    """--mail-type and --mail-user onto the job (the controller fills in the default user)."""
+    spec.mail_type = getattr(ns, "mail_type", None) or ""
+    spec.mail_user = (getattr(ns, "mail_user", None) or "").strip()
+
+
 def warn_once(parser, key: str, text: str) -> None:
     """One warning per option and command, though sbatch parses the command line, the
     directives and the input variables in turn with the same parser."""
@@ -133,6 +150,8 @@ def _add_implemented(p) -> None:
     a("-A", "--account")
     a("-q", "--qos")
     a("--comment")
+    a("--mail-type", action=MailTypeAction)  # checked here: Slurm refuses a bad word at once
+    a("--mail-user")
     a("-C", "--constraint")
     a("--exclusive", nargs="?", const="exclusive", default=None)
     a("--requeue", action="store_const", const=True, dest="requeue", default=None)
@@ -156,9 +175,9 @@ def _add_implemented(p) -> None:
 
 def _add_unsupported(p) -> None:
     """Slurm's options whose effect we do not have (no sockets, cores or threads in placement;
-    no mail, licenses, burst buffers, power or energy management, federation). -M/--clusters
+    no licenses, burst buffers, power or energy management, federation). -M/--clusters
     is SlurmArgParser's: it names this cluster or 'all', else is refused."""
-    for value in ("--mail-type", "--mail-user", "--wckey", "--hint", "--gres-flags",
+    for value in ("--wckey", "--hint", "--gres-flags",
                   ("-L", "--licenses"), "--mcs-label", "--tmp", "--cluster-constraint",
                   "--gpu-bind", "--time-min", "--threads-per-core", "--cores-per-socket",
                   "--sockets-per-node", "--ntasks-per-socket", "--ntasks-per-core",
@@ -210,6 +229,7 @@ COMMON_VARIABLES = {
 SBATCH_VARIABLES = {
     **COMMON_VARIABLES, "ARRAY_INX": "--array", "DISTRIBUTION": "--distribution",
     "EXPORT": "--export", "GET_USER_ENV": "--get-user-env", "JOB_NAME": "--job-name",
+    "MAIL_TYPE": "--mail-type", "MAIL_USER": "--mail-user",
     "NO_REQUEUE": "--no-requeue", "OPEN_MODE": "--open-mode", "REQUEUE": "--requeue",
     "WAIT": "--wait",
 }

@@ -291,7 +291,7 @@ def main_args(argv: list[str]) -> int:
     flt = acctfilter.build(ns)
     from ..client import Client
     client = Client()
-    flt.qos = acctfilter.parse_qos(split_list(ns.qos), list(client.cfg.qos))
+    flt.qos = acctfilter.parse_qos(split_list(ns.qos), _known_qos(client) if ns.qos else [])
     out = [] if ns.noheader else header_lines(fields, ns)
     runs, now = [], time.time()
     if _ours_asked(ns, client.cfg.cluster_name):
@@ -305,6 +305,13 @@ def main_args(argv: list[str]) -> int:
                          flt if flt.active() else None)
     sys.stdout.write("".join(line + "\n" for line in out))
     return 0
+
+
+def _known_qos(client) -> list[str]:
+    """The QOS names of the accounting database (sacctmgr adds them), as Slurm's sacct asks
+    slurmdbd; slurm.conf's QOSName lines were imported into it."""
+    records, _ = client.sacctmgr("show", "qos")
+    return [r.get("Name", "") for r in records if r.get("Name")] or list(client.cfg.qos)
 
 
 def main() -> None:

@@ -17,6 +17,7 @@ from .. import rlimits
 from ..errors import InvalidRequest
 from ..model import GresRequest, JobSpec
 from .common import SlurmArgParser, fail, run
+from .jobopts import apply_mail_options
 from .jobopts import (SBATCH_VARIABLES, JobArgParser, add_batch_options, add_job_options,  # noqa: F401
                       env_arguments, unsupported)  # add_job_options: srun imports it from here
 
@@ -182,6 +183,7 @@ def spec_from_args(ns, script: str, cwd: str) -> JobSpec:
     spec.uid, spec.gid, spec.groups = os.getuid(), os.getgid(), os.getgroups()
     # PropagateResourceLimits / --propagate: the caller's limits go with the job
     spec.rlimits = rlimits.for_command(getattr(ns, "propagate", None))
+    apply_mail_options(ns, spec)  # --mail-type, --mail-user (jobopts.py)
     return spec
 
 

@@ -189,6 +189,9 @@ def _job_place_lines(job, spec, cfg, detail: bool) -> list[str]:
 def _job_file_lines(job, spec) -> list[str]:
     from .jobfields import gres_text as tres_per_node
     lines = [f"Command={_command(spec)}", f"WorkDir={spec.work_dir}"]
+    # Slurm prints AdminComment (the operator's, or the idle-GPU flag) before the user's Comment
+    admin = getattr(job, "admin_comment", "")
+    lines += [f"AdminComment={admin} "] if admin else []
     lines += [f"Comment={spec.comment} "] if spec.comment else []
     if spec.batch:
         lines += [f"StdErr={_std_path(job, spec.std_err or spec.std_out)}",
@@ -196,7 +199,11 @@ def _job_file_lines(job, spec) -> list[str]:
     lines.append("Power=")
     per_node = tres_per_node(spec)
     # The empty last line is Slurm's trailing "   " before the blank line.
-    return lines + ([f"TresPerNode={per_node}"] if per_node != "N/A" else []) + [""]
+    lines += [f"TresPerNode={per_node}"] if per_node != "N/A" else []
+    if spec.mail_type and spec.mail_user:  # Slurm's optional line, after the TresPer* ones
+        from ..mailtypes import printed
+        lines.append(f"MailUser={spec.mail_user} MailType={printed(spec.mail_type)}")
+    return lines + [""]
 
 
 def show_job(client, ns, arg: str | None) -> int:

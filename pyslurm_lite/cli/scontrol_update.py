@@ -24,7 +24,7 @@ FIELDS = [
     ("ArrayTaskThrottle", 10, "ArrayTaskThrottle"), ("MinMemoryNode", 10, "MinMemoryNode"),
     ("Features", 1, "Features"), ("ReqNodeList", 8, "ReqNodeList"),
     ("NodeList", 8, "ReqNodeList"), ("ExcNodeList", 3, "ExcNodeList"),
-    ("Priority", 2, "Priority"), ("Deadline", 3, "Deadline"),
+    ("Priority", 2, "Priority"), ("Deadline", 3, "Deadline"), ("Account", 1, "Account"),
 ]
 
 

@@ -151,3 +151,18 @@ def with_live_reasons(runs: list[JobRun], state) -> list[JobRun]:
                 if live is not None:
                     run.job.reason = live.reason
     return runs
+
+
+def with_live_usage(runs: list[JobRun], state) -> list[JobRun]:
+    """A running job's latest samples (agents' heartbeats) and AdminComment (the idle-GPU flag)
+    live in memory between the commits of its record: sacct and seff of a running job see the
+    current ones, copied under the lock."""
+    running = [r for r in runs if r.state == JobState.RUNNING.value]
+    if running:
+        with state.lock:
+            for run in running:
+                live = state.jobs.get(run.job.job_id)
+                if live is not None and live.restart_count == run.job.restart_count:
+                    run.job.usage = list(live.usage) or run.job.usage
+                    run.job.admin_comment = live.admin_comment or run.job.admin_comment
+    return runs

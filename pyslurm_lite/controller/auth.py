@@ -14,6 +14,7 @@ users).
 | admin hold, release of an admin hold | operators                     |
 | negative nice   | operators                                               |
 | nodes, reservations, partitions | operators                               |
+| accounting (sacctmgr add, modify, delete) | operators; sacctmgr show: anyone |
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ TABLE = {
     "admin_hold": OPERATOR, "release_admin_hold": OPERATOR,
     "negative_nice": OPERATOR,
     "update_node": OPERATOR, "reservation": OPERATOR, "partition": OPERATOR,
+    "accounting": OPERATOR,  # sacctmgr add/modify/delete; show is anyone's
 }
 DENIED = "Access/permission denied"
 CACHE_SECONDS = 30.0  # how long a user's passwd entry and groups are reused

@@ -27,8 +27,12 @@ from ..rpc.authsock import AuthSocketServer
 from ..rpc.grpcutil import SERVER_OPTIONS, bind as bind_port
 from ..sched import SchedConfig, schedule
 from .dispatch import Dispatcher
+from .idle_gpu import IdleGpuMonitor
 from .job_mgr import JobManager
+from .metrics import ControllerMetrics
 from .node_mgr import NodeManager
+from .notify import Notifier
+from .notify_send import Sender
 from .priority_mgr import PriorityManager
 from .resv_mgr import ReservationManager
 from .rpc import ControllerServicer
@@ -63,8 +67,12 @@ class Controller:
         self.dispatch = Dispatcher(self.state)
         self.steps = StepManager(self.state)
         self.reservations = ReservationManager(self.state)
+        self.notifier = Notifier(self.state)  # job changes -> outbox rows, in their commit
+        self.state.on_save = self.notifier.on_save
+        self.idle_gpus = IdleGpuMonitor(self.state, self.jobs, self.notifier)
         self.stop = threading.Event()
         self.server = None
+        self.metrics = ControllerMetrics(self.state) if cfg.metrics_port else None  # MetricsPort=0: off
         self._priorities_at = 0.0
         self.sched_config = sched_config(cfg)
         depth = cfg.scheduler_parameters.get("default_queue_depth", "100")
@@ -97,11 +105,14 @@ class Controller:
             self.state.new_jobs = False  # new jobs get their factors within a second
             self.priorities.recompute_priorities(now)
             self._priorities_at = now
+        self.priorities.charge_running(now)  # every PriorityCalcPeriod
         self.dispatch.send(self.jobs.signal_warnings(now))
         self.dispatch.send(self.jobs.time_limits(now))
         self.jobs.deadlines(now)  # a deadline passes between scheduling passes too
         self.dispatch.send(self.jobs.preemptions_due(now))
         self.dispatch.send(self.nodes.monitor(now))
+        self.dispatch.send(self.idle_gpus.run_once(now))
+        self.notifier.periodic(now)
         self.forget_ended_jobs(now)
 
     def forget_ended_jobs(self, now: float) -> None:
@@ -200,13 +211,18 @@ class Controller:
                 log.warning("PrivateData=%s is not implemented (only %s): that data stays visible "
                             "to every user", value, ",".join(sorted(PRIVATE_DATA_DONE)))
         self.state.recover()
+        self.notifier.recovered()
+        sender = Sender(self.store, self.cfg, self.notifier.wake)  # WebhookSecretFile checked here
         keyring = keys.load_or_create(self.cfg.key_path)
         if not keyring.is_cluster:
             raise ConfigError(f"{self.cfg.key_path} holds the key of {keyring.scope}: the controller "
                               f"needs the cluster key")
+        if self.metrics:  # before the gRPC server: a port in use fails start-up cleanly
+            self.metrics.serve(self.cfg.controller_addr or self.cfg.controller_host, self.cfg.metrics_port)
         self.dispatch.keyring = self.steps.keyring = keyring
         self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=16), options=SERVER_OPTIONS,
-                                  interceptors=[self.authenticator(keyring)])
+                                  interceptors=[*([self.metrics.rpc_timer()] if self.metrics else []),
+                                                self.authenticator(keyring)])
         servicer = ControllerServicer(self.state, self.jobs, self.nodes, self.dispatch, self.steps,
                                       self.reservations, priorities=self.priorities)
         self.server.add_generic_rpc_handlers((servicer.raw_handlers(),))  # before the generated
@@ -219,6 +235,8 @@ class Controller:
         self.authsock.start()
         for loop in (self._scheduler_loop, self._monitor_loop):
             threading.Thread(target=loop, daemon=True, name=loop.__name__).start()
+        threading.Thread(target=sender.run_forever, args=(self.stop,), daemon=True,
+                         name="notify_sender").start()
         log.info("controller %s listening on %s (instance %s)", self.cfg.cluster_name, port,
                  self.state.instance)
         return port
@@ -231,6 +249,8 @@ class Controller:
         if getattr(self, "authsock", None):
             self.authsock.close()
         self.dispatch.close()
+        if self.metrics:
+            self.metrics.close()
         self.store.close()
 
 

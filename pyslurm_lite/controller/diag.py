@@ -1,11 +1,14 @@
 """Counters behind `sdiag`: jobs by outcome and the scheduling passes, since the controller
 started. Plain integers updated under one lock; nothing here is persisted (as in Slurm, a
-restart starts them again)."""
+restart starts them again). The Prometheus endpoint reads these same counters at scrape time
+(controller/metrics.py), and hears of each pass through `pass_observers` for its histogram,
+which needs every duration, not only the last and the largest."""
 
 from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
+from typing import Callable
 
 from ..model import JobState
 
@@ -27,6 +30,8 @@ class Diag:
     backfilled_jobs: int = 0
     preempted_jobs: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    # called with (seconds, event) after each pass, outside the lock
+    pass_observers: list[Callable[[float, bool], None]] = field(default_factory=list, repr=False)
 
     def add(self, **counts: int) -> None:
         with self._lock:
@@ -50,3 +55,5 @@ class Diag:
             self.max_cycle_us = max(self.max_cycle_us, micros)
             self.total_cycle_us += micros
             self.last_queue_length = queue_length
+        for observe in self.pass_observers:
+            observe(micros / 1e6, event)

@@ -18,9 +18,12 @@ from ..model import UNLIMITED, Job, JobSpec, JobState, NodeAllocation, Reason
 from ..sched import Plan
 from ..sched.placement import spec_for_nodes
 from ..units import parse_signal_spec
+from .assoc_policy import admit, check_submit_limits
 from .auth import Caller, Users, allowed, require
+from .priority_mgr import billing_at_start
 from .state import ClusterState
 from .job_update import AppliedWithError
+from .notify import screen_mail
 from .validate import check_deadline, check_job_counts, validate_spec
 
 __all__ = ["Caller", "Effects", "Ending", "JobFilter", "JobManager", "Launch", "Signal"]
@@ -150,6 +153,7 @@ class JobManager:
         if spec.priority == 0:
             spec.hold = True
         check_deadline(spec, self.s.clock())
+        screen_mail(self.s.cfg, spec)  # --mail-type words, --mail-user (webhooks allowed)
 
     def _submit_array(self, spec: JobSpec, caller: Caller, warnings: list[str] | None = None) -> int:
         """An array is a job per index, with consecutive ids from the array's own, committed
@@ -158,6 +162,7 @@ class JobManager:
         from .. import arrays
         self.users.bind_submission(spec, caller)
         self._screen(spec, caller, warnings)
+        admit(self.s.accounts, self.s.cfg.accounting_storage_enforce, spec)  # -A, --qos
         part, limit = validate_spec(self.s.cfg, spec, self.s.reservations,
                                     operator=allowed("negative_nice", caller))
         indices, throttle = arrays.parse(spec.array, self.s.cfg.max_array_size)
@@ -174,6 +179,7 @@ class JobManager:
         for spec in specs:
             self.users.bind_submission(spec, caller)
             self._screen(spec, caller, warnings)
+            admit(self.s.accounts, self.s.cfg.accounting_storage_enforce, spec)  # -A, --qos
             checked.append((spec, *validate_spec(self.s.cfg, spec, self.s.reservations,
                                                  operator=allowed("negative_nice", caller))))
         return self._accept(checked, caller)
@@ -194,6 +200,8 @@ class JobManager:
         with self.s.lock:  # counted and numbered together: two submitters cannot both fit
             check_job_counts(self.s.cfg, [c[0] for c in checked], len(self.s.active),
                              self._active_counts(), caller.user)
+            check_submit_limits(self.s.accounts, self.s.cfg.accounting_storage_enforce,
+                                [c[0] for c in checked], self.s.active_jobs)  # MaxSubmitJobs
             first = self.s.next_job_id
             self.s.next_job_id += len(checked)
         jobs, scripts = [], []
@@ -352,7 +360,8 @@ class JobManager:
 
     def _change(self, job: Job, changes: dict[str, str], caller: Caller) -> None:
         from . import job_update
-        ctx = job_update.Context(self.s.cfg, caller.operator, self.s.clock(), self.s.reservations)
+        ctx = job_update.Context(self.s.cfg, caller.operator, self.s.clock(), self.s.reservations,
+                                 self.s.accounts)
         job_update.apply(job, changes, ctx)
         if job.state == JobState.PENDING and job.reason in (Reason.DEPENDENCY, Reason.DEPENDENCY_NEVER,
                                                             Reason.BEGIN_TIME):
@@ -490,6 +499,7 @@ class JobManager:
         job.start_time, job.end_time = now, 0.0
         job.time_limit = limit_to_deadline(job, now)
         job.master_port = self._free_master_port(job)
+        job.billing = billing_at_start(self.s, job)  # TRESBillingWeights, charged while it runs
         self.s.hold_allocations(job)
 
     def _free_master_port(self, job: Job) -> int:

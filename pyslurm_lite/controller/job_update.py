@@ -4,8 +4,9 @@ Rules, as slurmctld's _update_job (22.05):
     TimeLimit   the owner may lower it, only an operator may raise it (Access/permission
                 denied); over the partition's MaxTime only for an operator
     Nice        a negative value is an operator's
-    Partition, NumNodes, QOS, Dependency, StartTime, MinMemoryNode, Features, ReqNodeList,
-    ExcNodeList: the job must be pending ("Job is no longer pending execution")
+    Partition, NumNodes, QOS, Account, Dependency, StartTime, MinMemoryNode, Features, ReqNodeList,
+    ExcNodeList: the job must be pending ("Job is no longer pending execution"); QOS and
+                Account are checked against its association as at submit (assoc_policy)
     Name, Comment, TimeLimit, Nice, ArrayTaskThrottle, Priority: pending or running
     Priority    an operator sets any value, kept from then on (multifactor leaves it); the
                 owner may only lower it, and is told "Changes to job priority are not
@@ -57,9 +58,10 @@ FIELDS = {
     "arraytaskthrottle": "ArrayTaskThrottle", "minmemorynode": "MinMemoryNode",
     "features": "Features", "reqnodelist": "ReqNodeList", "nodelist": "ReqNodeList",
     "excnodelist": "ExcNodeList", "priority": "Priority", "deadline": "Deadline",
+    "account": "Account",
 }
 PENDING_ONLY = {"Partition", "NumNodes", "Dependency", "QOS", "StartTime", "MinMemoryNode",
-                "Features", "ReqNodeList", "ExcNodeList"}
+                "Features", "ReqNodeList", "ExcNodeList", "Account"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -70,6 +72,7 @@ class Context:
     operator: bool
     now: float
     reservations: dict
+    accounts: object = None  # assoc.Accounts: Account= and QOS= checked against associations
 
 
 def apply(job: Job, changes: dict[str, str], ctx: Context) -> list[str]:
@@ -114,6 +117,10 @@ def _revalidate(job: Job, ctx: Context) -> None:
     limit may exceed the partition's MaxTime, so it is left out of the check for him."""
     explicit = job.spec.time_limit
     spec = dataclasses.replace(job.spec, time_limit=0 if ctx.operator else explicit)
+    if ctx.accounts is not None:  # the association and its QOS list, as at submit
+        from .assoc_policy import admit
+        admit(ctx.accounts, ctx.cfg.accounting_storage_enforce, spec)
+        job.spec.account, job.spec.qos = spec.account, spec.qos
     part, limit = validate_spec(ctx.cfg, spec, ctx.reservations, operator=ctx.operator)
     job.partition = part.name
     job.time_limit = explicit if ctx.operator and explicit else limit
@@ -182,6 +189,13 @@ def _qos(job: Job, value: str, ctx: Context) -> None:
     if value not in ctx.cfg.qos:
         raise InvalidRequest("Invalid qos specification")
     job.spec.qos = value
+
+
+def _account(job: Job, value: str, ctx: Context) -> None:
+    """Checked with the QOS by _revalidate (association and its QOS list, as at submit)."""
+    if not value or len(value) > 1024 or _CONTROL.search(value):
+        raise InvalidRequest("Invalid account or account/partition combination specified")
+    job.spec.account = value
 
 
 def _text(field: str):
@@ -283,5 +297,5 @@ _SETTERS = {
     "Comment": _text("comment"), "StartTime": _start_time, "ArrayTaskThrottle": _throttle,
     "MinMemoryNode": _min_memory, "Features": _text("constraint"),
     "ReqNodeList": _node_list("nodelist"), "ExcNodeList": _node_list("exclude"),
-    "Priority": _priority, "Deadline": _deadline,
+    "Priority": _priority, "Deadline": _deadline, "Account": _account,
 }

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 
 from ..errors import InvalidRequest, NotFound
-from ..model import GpuDevice, JobState, NodeState, Reason
+from ..model import ForeignGpu, GpuDevice, JobState, NodeState, Reason, UsageSample
 from . import gres_check
 from .job_mgr import Effects, JobManager, Signal
 from .state import ClusterState
@@ -168,6 +168,45 @@ class NodeManager:
         if lost:
             self.s.changed.set()
         return False, Effects(signals=signals)
+
+    def record_usage(self, name: str, samples: list[UsageSample], final: bool = False) -> None:
+        """Agents' samples of their steps: the latest per (step, node) is kept in job.usage,
+        in memory only (a job is committed with its usage when it ends, so a restart loses at
+        most the samples since). A sample of an earlier run of the job is dropped; so is a
+        heartbeat's of a job that has ended. Final samples of a job that already ended (its
+        ending was reported first, at a registration) are committed at once."""
+        ended = []
+        with self.s.lock:
+            for u in samples:
+                job = self.s.jobs.get(u.job_id)
+                if job is None or u.restart_count != job.restart_count or name not in job.node_names:
+                    continue
+                if job.state.is_final and not final:
+                    continue
+                u.node = name  # the agent that sent it, whatever the sample says
+                job.usage = [x for x in job.usage if x.restart_count == job.restart_count
+                             and (x.step, x.node) != (u.step, name)] + [u]
+                self.s.touch_listing(job)  # squeue/sstat's cached copy of the job is stale
+                if job.state.is_final and job not in ended:
+                    ended.append(job)
+            if ended:
+                self.s.save(ended)
+
+    def foreign_gpus(self, name: str, found: list[ForeignGpu]) -> None:
+        """GPUs the agent saw used by processes no job started: kept out of scheduling until
+        they are free again; logged when that changes."""
+        with self.s.lock:
+            node = self._node(name)
+            if [(f.index, f.pids) for f in found] == [(f.index, f.pids) for f in node.foreign_gpus]:
+                return
+            if found:
+                log.warning("node %s: GPU(s) %s used by processes no job started (pids %s): "
+                            "kept out of scheduling", name, ",".join(str(f.index) for f in found),
+                            ",".join(str(p) for f in found for p in f.pids))
+            else:
+                log.info("node %s: no GPU used outside jobs any more", name)
+            node.foreign_gpus = list(found)
+        self.s.changed.set()
 
     def monitor(self, now: float) -> Effects:
         """Mark nodes silent for SlurmdTimeout DOWN ("Not responding"); their jobs fail over."""

@@ -12,12 +12,12 @@ import grpc
 
 from ..rpc import wire
 from .._proto import controller_pb2 as pb, controller_pb2_grpc, types_pb2
-from ..model import GpuDevice, JobSpec, Reservation
+from ..model import ForeignGpu, GpuDevice, JobSpec, Reservation, UsageSample
 from ..errors import PermissionDenied, Unauthenticated
 from ..rpc import authn
 from ..rpc.grpcutil import rpc_method
 from . import accounting
-from .auth import require
+from .auth import allowed, require
 from .dispatch import Dispatcher
 from .job_mgr import Caller, Ending, JobFilter, JobManager
 from .node_mgr import NodeManager
@@ -144,6 +144,7 @@ class ControllerServicer(controller_pb2_grpc.ControllerServicer):
         runs = accounting.job_history(self.s.store, _history_query(request), now, self.s.cfg.max_array_size)
         runs = accounting.visible(runs, self._caller(), "jobs" in self.s.cfg.private_data)
         runs = accounting.with_live_reasons(runs, self.s)
+        runs = accounting.with_live_usage(runs, self.s)
         return pb.GetJobHistoryReply(now=now, runs=[
             pb.JobRun(job=wire.to_msg(r.job, types_pb2.Job), state=r.state) for r in runs])
 
@@ -185,6 +186,18 @@ class ControllerServicer(controller_pb2_grpc.ControllerServicer):
     def GetPartitions(self, request, context):
         parts = [wire.to_msg(p, types_pb2.Partition) for p in self.s.cfg.partitions.values()]
         return pb.GetPartitionsReply(partitions=parts, nodes=self._node_msgs(None))
+
+    @rpc_method
+    def Sacctmgr(self, request, context):
+        from .assoc_cmds import Request, execute
+        req = Request(request.verb, request.entity, list(request.names), dict(request.where),
+                      dict(request.set), request.dry_run, self._active_jobs)
+        records, lines = execute(self.s.accounts, req, allowed("accounting", self._caller()))
+        return pb.SacctmgrReply(records=[pb.AcctRecord(fields=r) for r in records], messages=lines)
+
+    def _active_jobs(self):
+        with self.s.lock:
+            return self.s.active_jobs()
 
     @rpc_method
     def GetShares(self, request, context):
@@ -270,6 +283,8 @@ class ControllerServicer(controller_pb2_grpc.ControllerServicer):
         _node_of(request)
         if request.health_error:
             self.nodes.health(request.node, request.health_error)
+        self.nodes.record_usage(request.node, [wire.from_msg(u, UsageSample) for u in request.usage])
+        self.nodes.foreign_gpus(request.node, [wire.from_msg(f, ForeignGpu) for f in request.foreign_gpus])
         again, effects = self.nodes.heartbeat(request.node, request.instance,
                                               {r.job_id: r.restart_count for r in request.running},
                                               request.free_memory, request.cpu_load)
@@ -281,6 +296,9 @@ class ControllerServicer(controller_pb2_grpc.ControllerServicer):
         _node_of(request)
         if request.instance != self.s.instance:
             return pb.ReportJobEventsReply(reregister=True)
+        # ended steps' final usage first: the ending below commits the job with it
+        self.nodes.record_usage(request.node, [wire.from_msg(u, UsageSample) for u in request.usage],
+                                final=True)
         self.dispatch.send(self.jobs.jobs_ended(_endings(request.events)))
         return pb.ReportJobEventsReply(reregister=False)
 

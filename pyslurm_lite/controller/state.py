@@ -14,10 +14,12 @@ import uuid
 from .. import arrays
 from ..config import Config
 from ..errors import InvalidRequest
-from ..model import (GpuDevice, Job, JobState, Node, NodeAllocation, NodeState, Reservation,
+from ..model import (AssocTree, GpuDevice, Job, JobState, Node, NodeAllocation, NodeState, Reservation,
                      parse_constraint)
 from ..sched import JobView, NodeView, PartitionView, RunningView, Snapshot, dependency
 from ..sched.placement import refine
+from .assoc import Accounts
+from .assoc_policy import LimitsCache
 from .diag import Diag
 from .store import Store
 
@@ -26,6 +28,11 @@ MIN_JOB_AGE = 300  # seconds a finished job stays in memory (squeue -j still sho
 
 def _dependency_rec(job: Job) -> "dependency.Rec":
     return dependency.Rec(job.state.value, job.start_time, job.array_job_id, job.array_task_id)
+
+
+def busy_elsewhere(node: Node) -> set[int]:
+    """The node's GPUs its agent saw busy with processes no job started: not for scheduling."""
+    return {f.index for f in node.foreign_gpus}
 
 
 class ClusterState:
@@ -57,6 +64,14 @@ class ClusterState:
         self._gone: set[int] = set()  # ids dependencies named that no job ever had
         self.reservations: dict[str, Reservation] = {}  # advance reservations, by name
         self.diag = Diag(since=clock())
+        # (account, user) -> {tres: decayed TRES-minutes}; accounts (user "") sum all under them.
+        # Refreshed by every usage charge (priority_mgr); GrpTRESMins reads it.
+        self.assoc_usage: dict[tuple[str, str], dict[str, float]] = {}
+        self.on_save = None  # (jobs about to be committed) -> outbox rows for their changes
+        # the accounting database (sacctmgr): loaded, bootstrapped and QOS published now, so
+        # cfg.qos is the database's before any job is validated
+        self.accounts = Accounts(cfg, store)
+        self._assoc_limits = LimitsCache()
 
     # ---- start-up ------------------------------------------------------------------------------
     def recover(self) -> None:
@@ -78,6 +93,11 @@ class ClusterState:
                         node.state = NodeState.DOWN
             self._refresh_all_nodes()
 
+    def assoc_tree(self) -> AssocTree:
+        """The account tree with RawShares and users (fair share reads it); cached until a
+        sacctmgr change."""
+        return self.accounts.tree()
+
     def new_epoch(self, node: str) -> str:
         """A name for this registration of node, unique across controller restarts."""
         self._registrations += 1
@@ -87,7 +107,8 @@ class ClusterState:
     # ---- persistence --------------------------------------------------------------------------
     def save(self, jobs: list[Job]) -> None:
         """Commit jobs' current form; callers hold the lock and act only after this returns."""
-        self.store.save_jobs(jobs)
+        # the notifications these changes make, committed with them (controller/notify.py)
+        self.store.save_jobs(jobs, self.on_save(jobs) if self.on_save and jobs else ())
         for job in jobs:
             self.touch(job)
 
@@ -180,7 +201,7 @@ class ClusterState:
 
     def node_view(self, node: Node) -> NodeView:
         gpus = self.node_gpus(node)
-        allocated = set(node.alloc_gpus)
+        allocated = set(node.alloc_gpus) | busy_elsewhere(node)
         return NodeView(
             name=node.name, cpus=node.config.cpus, mem=node.config.real_memory,
             gpus=tuple((g.index, g.type) for g in gpus),
@@ -221,7 +242,9 @@ class ClusterState:
         reservations = tuple(r for r in self.reservations.values() if r.end_time > now)
         return Snapshot(jobs=pending, nodes=nodes, partitions=parts, running=running,
                         dependencies=self.unmet_dependencies(), array_running=array_running,
-                        qos=self.cfg.qos, reservations=reservations)
+                        qos=self.cfg.qos, reservations=reservations,
+                        limits=self._assoc_limits.view(self.accounts, self.cfg.accounting_storage_enforce,
+                                                       self.assoc_usage))
 
     def running_view(self, j: Job, now: float) -> RunningView:
         """When it will have let go at the latest: now if it is already ending, its grace time
@@ -238,7 +261,7 @@ class ClusterState:
                            # a requeued victim still completing is on its way out too: its
                            # preemptor must not take a second victim while it goes
                            preempting=bool(j.preempt_time) or j.job_id in self.completing,
-                           exclusive_user=j.spec.exclusive_user)
+                           exclusive_user=j.spec.exclusive_user, account=j.spec.account)
 
     def unmet_dependencies(self) -> dict[int, str]:
         """Pending jobs whose --dependency does not hold yet ("wait") or never will ("never")."""
@@ -313,7 +336,7 @@ class ClusterState:
         gpus = {g.index for g in self.node_gpus(node)}
         return (node.config.cpus - node.alloc_cpus >= allocation.cpus
                 and node.config.real_memory - node.alloc_mem >= allocation.mem
-                and set(allocation.gpus) <= gpus - set(node.alloc_gpus))
+                and set(allocation.gpus) <= gpus - set(node.alloc_gpus) - busy_elsewhere(node))
 
     # ---- housekeeping -------------------------------------------------------------------------
     def purge_old(self, now: float) -> None:

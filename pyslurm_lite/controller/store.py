@@ -12,6 +12,8 @@ a commit survives the controller being killed (-9), which is the failure we prom
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import os
 import threading
 import time
@@ -69,12 +71,25 @@ nodes_table = sa.Table(
     sa.Column("reason_time", sa.Float, nullable=False, default=0.0),
 )
 
-# Fair share's memory: CPU-seconds per user, decayed to `updated` (priority/multifactor).
+# Fair share's memory: TRES-seconds per association (account, user) and TRES ("billing" is
+# Slurm's RawUsage), decayed to `updated` (priority/multifactor; controller/usage.py). Replaces
+# the per-user "usage" table of CPU-seconds, left alone in older databases. Added after schema
+# version 1 without a bump: create_all adds the tables to older databases unchanged.
 usage_table = sa.Table(
-    "usage", metadata,
+    "assoc_usage", metadata,
+    sa.Column("account", sa.String(64), primary_key=True),
     sa.Column("user_name", sa.String(64), primary_key=True),
-    sa.Column("cpu_seconds", sa.Float, nullable=False),
+    sa.Column("tres", sa.String(64), primary_key=True),
+    sa.Column("seconds", sa.Float, nullable=False),
     sa.Column("updated", sa.Float, nullable=False),
+)
+
+# Up to when each job's use has been charged: a charge and its mark commit together, so no
+# time is charged twice, across a controller restart too.
+charged_table = sa.Table(
+    "usage_charged", metadata,
+    sa.Column("job_id", sa.Integer, primary_key=True),
+    sa.Column("charged_until", sa.Float, nullable=False),
 )
 
 # Advance reservations (scontrol create reservation), as protobuf blobs like jobs. Added after
@@ -96,6 +111,46 @@ runs_table = sa.Table(
     sa.Column("end_time", sa.Float, nullable=False),
     sa.Column("data", sa.LargeBinary, nullable=False),
 )
+
+# Accounting (sacctmgr; controller/assoc.py): associations (an account when user_name is "",
+# else a user in an account), users' default accounts, and QOS. Limits and lists are JSON, so a
+# new one needs no migration. Added after schema version 1 without a bump, as reservations were.
+acct_assoc_table = sa.Table(
+    "acct_assoc", metadata,
+    sa.Column("account", sa.String(64), primary_key=True),
+    sa.Column("user_name", sa.String(64), primary_key=True),
+    sa.Column("data", sa.Text, nullable=False),
+)
+acct_users_table = sa.Table(
+    "acct_users", metadata,
+    sa.Column("user_name", sa.String(64), primary_key=True),
+    sa.Column("default_account", sa.String(64), nullable=False),
+)
+acct_qos_table = sa.Table(
+    "acct_qos", metadata,
+    sa.Column("name", sa.String(64), primary_key=True),
+    sa.Column("data", sa.Text, nullable=False),
+)
+
+# Notifications waiting to go out (controller/notify.py): written in the transaction of the job
+# change they tell of, sent and retried by the notifier's worker; a sent row is kept a while so
+# that `key` (job, run, event, channel) keeps the same notice from being queued twice.
+outbox_table = sa.Table(
+    "outbox", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("key", sa.String(256), nullable=False, unique=True),
+    sa.Column("job_id", sa.BigInteger, nullable=False),
+    sa.Column("channel", sa.String(16), nullable=False),  # mail | smtp | webhook
+    sa.Column("target", sa.String(1024), nullable=False),  # recipient or URL
+    sa.Column("payload", sa.Text, nullable=False),  # JSON: subject, body, environment, ...
+    sa.Column("attempts", sa.Integer, nullable=False, default=0),
+    sa.Column("next_at", sa.Float, nullable=False),
+    sa.Column("created", sa.Float, nullable=False),
+    sa.Column("sent", sa.Float, nullable=False, default=0.0),  # 0: not yet
+    sa.Column("error", sa.String(512), nullable=False, default=""),
+    sa.Index("ix_outbox_sent_next_at_for_worker", "sent", "next_at"),
+)
+OUTBOX_FIELDS = ("key", "job_id", "channel", "target", "payload")
 
 ACTIVE_STATES = ("PENDING", "RUNNING", "SUSPENDED", "COMPLETING")
 
@@ -185,8 +240,9 @@ class Store:
             return {r.job_id: (r.script, _decode_env(r.environment))
                     for r in conn.execute(_SCRIPTS_OF, {"ids": job_ids})}
 
-    def save_jobs(self, jobs: list[Job]) -> None:
-        """Commit the current form of existing jobs in one transaction."""
+    def save_jobs(self, jobs: list[Job], outbox: list[dict] = ()) -> None:
+        """Commit the current form of existing jobs in one transaction, with the notifications
+        their change makes (outbox rows: OUTBOX_FIELDS), so neither is kept without the other."""
         if not jobs:
             return
         rows = [self._row(j) for j in jobs]
@@ -195,6 +251,8 @@ class Store:
         with self._lock, self.engine.begin() as conn:
             self._archive_requeued_runs(conn, jobs)
             conn.execute(_UPDATE_JOB, rows)
+            if outbox:
+                _queue_outbox(conn, outbox, self.clock())
 
     def _archive_requeued_runs(self, conn, jobs: list[Job]) -> None:
         """Before a requeued job's row is overwritten, keep the run it ends (sacct -D). Only jobs
@@ -274,22 +332,40 @@ class Store:
         return out
 
     # ---- usage (fair share) -------------------------------------------------------------------
-    def add_usage(self, charges: dict[str, float], now: float, half_life: float) -> None:
-        """Add CPU-seconds to users' usage, decaying what was there to `now` first."""
-        current = self.load_usage(now, half_life)
+    def add_usage(self, usage: dict[tuple[str, str], dict[str, float]], charged: dict[int, float],
+                  now: float, forget: tuple[int, ...] = ()) -> None:
+        """Write associations' usage (TRES-seconds, already decayed to `now` and charged by the
+        caller) and the jobs' new charged-until marks in one transaction; `forget` drops the
+        marks of jobs that can no longer be charged."""
         with self._lock, self.engine.begin() as conn:
-            for user, seconds in charges.items():
-                value = current.get(user, 0.0) + seconds
-                done = conn.execute(usage_table.update().where(usage_table.c.user_name == user)
-                                    .values(cpu_seconds=value, updated=now))
-                if done.rowcount == 0:
-                    conn.execute(usage_table.insert().values(user_name=user, cpu_seconds=value, updated=now))
+            for (account, user), per_tres in usage.items():
+                for tres, seconds in per_tres.items():
+                    key = ((usage_table.c.account == account) & (usage_table.c.user_name == user)
+                           & (usage_table.c.tres == tres))
+                    if conn.execute(usage_table.update().where(key)
+                                    .values(seconds=seconds, updated=now)).rowcount == 0:
+                        conn.execute(usage_table.insert().values(account=account, user_name=user, tres=tres,
+                                                                 seconds=seconds, updated=now))
+            for job_id, until in charged.items():
+                if conn.execute(charged_table.update().where(charged_table.c.job_id == job_id)
+                                .values(charged_until=until)).rowcount == 0:
+                    conn.execute(charged_table.insert().values(job_id=job_id, charged_until=until))
+            if forget:
+                conn.execute(charged_table.delete().where(charged_table.c.job_id.in_(forget)))
 
-    def load_usage(self, now: float, half_life: float) -> dict[str, float]:
+    def load_usage(self, now: float, half_life: float) -> dict[tuple[str, str], dict[str, float]]:
+        """Associations' usage: (account, user) -> {tres: TRES-seconds decayed to `now`}."""
         from ..sched.priority import decayed
+        out: dict[tuple[str, str], dict[str, float]] = {}
         with self.engine.connect() as conn:
-            rows = conn.execute(sa.select(usage_table)).all()
-        return {r.user_name: decayed(r.cpu_seconds, now - r.updated, half_life) for r in rows}
+            for r in conn.execute(sa.select(usage_table)).all():
+                out.setdefault((r.account, r.user_name), {})[r.tres] = decayed(r.seconds, now - r.updated, half_life)
+        return out
+
+    def load_charged(self) -> dict[int, float]:
+        """Jobs' charged-until marks (job id -> time)."""
+        with self.engine.connect() as conn:
+            return {r.job_id: r.charged_until for r in conn.execute(sa.select(charged_table)).all()}
 
     # ---- advance reservations -----------------------------------------------------------------
     def save_reservation(self, resv: Reservation) -> None:
@@ -317,6 +393,43 @@ class Store:
             out.append(wire.from_msg(msg, Reservation))
         return out
 
+    # ---- notifications (outbox) -----------------------------------------------------------------
+    def add_outbox(self, rows: list[dict]) -> None:
+        """Queue notifications (OUTBOX_FIELDS); one whose key is queued already is skipped."""
+        if rows:
+            with self._lock, self.engine.begin() as conn:
+                _queue_outbox(conn, rows, self.clock())
+
+    def due_outbox(self, now: float, limit: int = 50) -> list[dict]:
+        """Unsent notifications whose time has come, oldest first."""
+        c = outbox_table.c
+        query = (sa.select(outbox_table).where((c.sent == 0) & (c.next_at <= now))
+                 .order_by(c.next_at, c.id).limit(limit))
+        with self.engine.connect() as conn:
+            return [dict(r._mapping) for r in conn.execute(query)]
+
+    def next_outbox_time(self) -> float | None:
+        """When the next unsent notification is due (None: none waits)."""
+        c = outbox_table.c
+        with self.engine.connect() as conn:
+            return conn.execute(sa.select(sa.func.min(c.next_at)).where(c.sent == 0)).scalar()
+
+    def outbox_sent(self, row_id: int, now: float) -> None:
+        with self._lock, self.engine.begin() as conn:
+            conn.execute(outbox_table.update().where(outbox_table.c.id == row_id)
+                         .values(sent=now, error=""))
+
+    def outbox_retry(self, row_id: int, attempts: int, next_at: float, error: str) -> None:
+        with self._lock, self.engine.begin() as conn:
+            conn.execute(outbox_table.update().where(outbox_table.c.id == row_id)
+                         .values(attempts=attempts, next_at=next_at, error=error[:512]))
+
+    def prune_outbox(self, sent_before: float) -> None:
+        """Forget notifications sent before then (their keys no longer guard repeats)."""
+        c = outbox_table.c
+        with self._lock, self.engine.begin() as conn:
+            conn.execute(outbox_table.delete().where((c.sent > 0) & (c.sent < sent_before)))
+
     # ---- nodes --------------------------------------------------------------------------------
     def save_node(self, name: str, drain: bool, down: bool, reason: str, reason_time: float) -> None:
         values = {"drain": drain, "down": down, "reason": reason, "reason_time": reason_time}
@@ -329,8 +442,48 @@ class Store:
         with self.engine.connect() as conn:
             return {r.name: dict(r._mapping) for r in conn.execute(sa.select(nodes_table))}
 
+    # ---- accounting (controller/assoc.py) -----------------------------------------------------
+    def load_accounting(self) -> tuple[list, dict[str, str], list]:
+        """(associations, user -> default account, QOS), as model dataclasses."""
+        from .. import model
+        with self.engine.connect() as conn:
+            assocs = [_assoc_from(r.account, r.user_name, r.data)
+                      for r in conn.execute(sa.select(acct_assoc_table))]
+            users = {r.user_name: r.default_account for r in conn.execute(sa.select(acct_users_table))}
+            qos = [model.Qos(**json.loads(r.data)) for r in conn.execute(sa.select(acct_qos_table))]
+        return assocs, users, qos
+
+    def save_accounting(self, assocs=(), users=None, qos=(), drop_assocs=(), drop_users=(),
+                        drop_qos=()) -> None:
+        """One sacctmgr change, all of it or nothing: rows written, then rows dropped."""
+        t_a, t_u, t_q = acct_assoc_table, acct_users_table, acct_qos_table
+        with self._lock, self.engine.begin() as conn:
+            for a in assocs:
+                conn.execute(t_a.delete().where((t_a.c.account == a.account) & (t_a.c.user_name == a.user)))
+                conn.execute(t_a.insert().values(account=a.account, user_name=a.user,
+                                                 data=json.dumps(dataclasses.asdict(a))))
+            for name, default in (users or {}).items():
+                conn.execute(t_u.delete().where(t_u.c.user_name == name))
+                conn.execute(t_u.insert().values(user_name=name, default_account=default))
+            for q in qos:
+                conn.execute(t_q.delete().where(t_q.c.name == q.name))
+                conn.execute(t_q.insert().values(name=q.name, data=json.dumps(dataclasses.asdict(q))))
+            for account, user in drop_assocs:
+                conn.execute(t_a.delete().where((t_a.c.account == account) & (t_a.c.user_name == user)))
+            for name in drop_users:
+                conn.execute(t_u.delete().where(t_u.c.user_name == name))
+            for name in drop_qos:
+                conn.execute(t_q.delete().where(t_q.c.name == name))
+
     def close(self) -> None:
         self.engine.dispose()
+
+
+def _assoc_from(account: str, user: str, data: str):
+    from ..model import Association, TresLimits
+    fields = json.loads(data)
+    fields.update(account=account, user=user, limits=TresLimits(**fields.get("limits", {})))
+    return Association(**fields)
 
 
 class GroupCommit:
@@ -369,6 +522,20 @@ class GroupCommit:
                 t[1], t[2] = error, True
             self._busy = False
             self._cv.notify_all()
+
+
+def _queue_outbox(conn, rows: list[dict], now: float) -> None:
+    """Insert the rows whose key is new, due now. Keys are looked up first rather than relying
+    on a dialect's INSERT OR IGNORE, so any SQLAlchemy backend does."""
+    keys = [r["key"] for r in rows]
+    have = set(conn.execute(sa.select(outbox_table.c.key).where(outbox_table.c.key.in_(keys))).scalars())
+    fresh = {}
+    for r in rows:
+        if r["key"] not in have:
+            fresh[r["key"]] = {f: r[f] for f in OUTBOX_FIELDS}
+    if fresh:
+        conn.execute(outbox_table.insert(), [{**r, "attempts": 0, "next_at": now, "created": now,
+                                              "sent": 0.0, "error": ""} for r in fresh.values()])
 
 
 def _encode_env(env: dict[str, str]) -> bytes:

@@ -4,8 +4,9 @@ Pipeline, wired here and nowhere else:
   1. sort     — partition PriorityTier (desc), priority (desc), submit time, job id: ties break
                 the same way every run;
   2. filter   — held, not yet eligible (--begin), dependency unmet, partition down, its
-                reservation not begun, QOS limits (MaxWall, MaxJobsPerUser, MaxTRESPerUser): the
-                job waits with that reason;
+                reservation not begun, the QOS's MaxWall/MaxJobsPerUser/GPUs per user: the
+                job waits with that reason (the TRES limits of QOS and associations,
+                limits.py, are asked in step 3, of the jobs a pass tries to place);
   3. place    — the first nodes of its partition (or reservation) that hold it from now to its
                 time limit without touching a backfill reservation or another advance
                 reservation (profile.py); -w nodes first and all of them, never -x nodes, never
@@ -27,9 +28,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ..model import UNLIMITED, Reason
+from ..model import Reason
 from .backfill import Backfill
 from .dependency import NEVER
+from .limits import Tally
 from .preempt import could_preempt, preemptors_first, victims
 from .profile import Timeline
 from .select import FreeNode, capable
@@ -79,12 +81,8 @@ class _Pass:
         self.frozen: set[str] = set()  # blocked without a reservation
         self.preempted: set[int] = set()
         self.array_running = dict(snapshot.array_running)
-        self.user_jobs: dict[tuple[str, str], int] = {}
-        self.user_gpus: dict[tuple[str, str], int] = {}
-        for r in snapshot.running:
-            key = (r.user, r.qos)
-            self.user_jobs[key] = self.user_jobs.get(key, 0) + 1
-            self.user_gpus[key] = self.user_gpus.get(key, 0) + sum(len(a.gpus) for a in r.allocations)
+        # QOS and association limits: what runs, counted per user, QOS and association
+        self.tally = Tally(snapshot.qos, snapshot.limits, snapshot.running)
         self.resv_by_name = {r.name: r for r in snapshot.reservations}
         self.resv_by_node: dict[str, list] = {}
         for resv in snapshot.reservations:
@@ -124,21 +122,7 @@ class _Pass:
                 return Reason.RESERVATION
         if job.array_limit and self.array_running.get(job.array_job_id, 0) >= job.array_limit:
             return Reason.ARRAY_TASK_LIMIT  # %N: its array has N tasks running already
-        return self._qos_reason(job)
-
-    def _qos_reason(self, job: JobView) -> Reason | None:
-        qos = self.s.qos.get(job.qos)
-        if qos is None:
-            return None
-        if qos.max_wall != UNLIMITED and (job.time_limit <= 0 or job.time_limit > qos.max_wall):
-            return Reason.QOS_MAX_WALL
-        key = (job.user, job.qos)
-        if qos.max_jobs_per_user != UNLIMITED and self.user_jobs.get(key, 0) >= qos.max_jobs_per_user:
-            return Reason.QOS_MAX_JOBS_PER_USER
-        if qos.max_gpus_per_user != UNLIMITED and job.gpus and \
-                self.user_gpus.get(key, 0) + job.gpus > qos.max_gpus_per_user:
-            return Reason.QOS_MAX_GRES_PER_USER
-        return None
+        return self.tally.quick_reason(job)
 
     # ---- 3-6. place, preempt, reserve, backfill -----------------------------------------------
     def try_start(self, job: JobView) -> Reason | None:
@@ -153,6 +137,9 @@ class _Pass:
             if self.backfill.exhausted():
                 return Reason.PRIORITY  # past bf_max_job_test
             self.backfill.tested += 1
+        held = self.tally.tres_reason(job)  # a job held by a limit blocks nobody
+        if held is not None:
+            return held
         usable = None
         for view in (*job.wider, job):  # -N min-max: as many nodes as fit now, widest first
             usable = allocations = None
@@ -261,9 +248,7 @@ class _Pass:
         self._most_free = None
         if job.array_job_id:
             self.array_running[job.array_job_id] = self.array_running.get(job.array_job_id, 0) + 1
-        key = (job.user, job.qos)
-        self.user_jobs[key] = self.user_jobs.get(key, 0) + 1
-        self.user_gpus[key] = self.user_gpus.get(key, 0) + sum(len(a.gpus) for a in allocations)
+        self.tally.add(job.user, job.qos, job.account, allocations)
 
     def _preempt_behind(self, job: JobView, order: list[str], counted: bool = False) -> Reason:
         """A job behind a blocked one of its partition still preempts when it may (Slurm tries
@@ -277,6 +262,9 @@ class _Pass:
             if self.backfill.exhausted():
                 return Reason.PRIORITY
             self.backfill.tested += 1
+        held = self.tally.tres_reason(job)  # a job its limits hold back preempts nobody
+        if held is not None:
+            return held
         return Reason.PRIORITY if self._preempt_for(job, order) is None else Reason.RESOURCES
 
     def _preempt_for(self, job: JobView, order: list[str]):

@@ -78,6 +78,7 @@ class RunningView:
     requeue: bool = True  # may be requeued (else a requeueing preemption cancels it)
     preempting: bool = False  # signalled by a preemption (its end: the grace's end), or ending
     exclusive_user: bool = False  # --exclusive=user: other users' jobs stay off its nodes
+    account: str = ""  # its association's account (limits count it there)
 
 
 @dataclass(frozen=True)
@@ -100,6 +101,7 @@ class Snapshot:
     array_running: dict = field(default_factory=dict)  # array id -> tasks running
     qos: dict[str, Qos] = field(default_factory=dict)  # name -> Qos (limits, preemption)
     reservations: tuple[Reservation, ...] = ()  # advance reservations not yet over
+    limits: object = None  # limits.AssocLimits: association limits enforced (None: none)
 
 
 @dataclass(frozen=True)

@@ -103,7 +103,8 @@ def test_fields_and_fixed_width_output(cluster, done):
     assert (raw, reason, comment, user, uid, cpus, nodes) == (job, "None", "hello world", "root", "0", "1", "1")
     assert req.startswith("billing=1,cpu=1,") and req.endswith(",node=1"), req
     assert alloc.startswith("billing=1,cpu=1,") and alloc.endswith(",node=1"), alloc
-    assert limit and elapsed.isdigit() and clus and rss == "" and cpu == ""
+    # the job's line: no MaxRSS (a step's statistic); TotalCPU its steps' sampled CPU, "00:00.004"
+    assert limit and elapsed.isdigit() and clus and rss == "" and cpu.startswith("00:")
     head, dashes, row = sacct(cluster, "-X", "-j", job, "-o", "JobID%20,State%-5")  # %N right, %-N left
     assert head == f"{'JobID':>20} State "
     assert dashes == f"{'-' * 20} {'-' * 5} "

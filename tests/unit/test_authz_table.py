@@ -24,6 +24,7 @@ EXPECTED = {
     "update": OWNER, "step": OWNER,
     "admin_hold": OPERATOR, "release_admin_hold": OPERATOR, "negative_nice": OPERATOR,
     "update_node": OPERATOR, "reservation": OPERATOR, "partition": OPERATOR,
+    "accounting": OPERATOR,
 }
 OWNER_UID, OTHER_UID = 1001, 1002
 

@@ -28,6 +28,7 @@ SAMPLES = {
     "nice": "5", "nodelist": "node1", "exclude": "node2", "signal": "USR1@60", "array": "0-3",
     "dependency": "afterok:1", "kill_on_invalid_dep": "yes", "immediate": "5",
     "wait_all_nodes": "1", "deadline": "now+1hour", "priority": "10",
+    "mail_type": "END,FAIL",
 }
 # What an option's effect needs before it (its baseline and its own run both start with these)
 CONTEXT = {"--use-min-nodes": ["-N", "1-3"], "--requeue": ["--no-requeue"]}

@@ -1,0 +1,269 @@
+"""The controller's Prometheus endpoint: HTTP /metrics on MetricsPort= (0: off), at the address
+SlurmctldHost names.
+
+Owns: the controller's metric registry, the gRPC interceptor that times RPCs by method, the
+scheduling-pass histogram (fed by Diag's pass observers) and a collector that reads the live
+state at scrape time. Must not: change state, or hold the state lock longer than one copy of
+the figures it needs (a scrape must never stall a scheduling pass).
+
+Everything is exposed by the official prometheus-client library, never written by hand:
+
+  pyslurm_lite_jobs{state,partition,user,account}      jobs the controller holds (ended ones
+                                                         until MinJobAge)
+  pyslurm_lite_jobs_pending{reason}                     pending jobs by Slurm's reason
+  pyslurm_lite_jobs_{submitted,started}_total,
+  pyslurm_lite_jobs_ended_total{outcome}                sdiag's counters since start
+  pyslurm_lite_sched_pass_duration_seconds{kind}        histogram, kind=event|full
+  pyslurm_lite_sched_passes_total{kind}, pyslurm_lite_sched_backfilled_jobs_total, ...
+  pyslurm_lite_rpc_duration_seconds{method}             histogram per gRPC method
+  pyslurm_lite_nodes{state}, pyslurm_lite_node_{cpus,gpus}_{allocated,total}{node},
+  pyslurm_lite_node_gpus_foreign{node}
+  pyslurm_lite_job_gpu_{utilization_percent,memory_used_bytes}{job_id,step,node,...}
+                                                         from the agents' usage samples
+  pyslurm_lite_jobs_gpu_idle, pyslurm_lite_job_gpu_idle{job_id,...}   IdleGPU flags
+  pyslurm_lite_account_usage_tres_minutes{account,user,tres}          fair-share usage
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import Counter
+from typing import NamedTuple
+
+import grpc
+from prometheus_client import CollectorRegistry, Histogram
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+from ..metrics_http import serve
+from ..model import Job, JobState, Node
+from .idle_gpu import MARK as IDLE_GPU_MARK  # how AdminComment says a job was flagged
+
+log = logging.getLogger("pyslurm_lite.controller.metrics")
+
+PREFIX = "pyslurm_lite"
+# seconds: an event pass over a few jobs takes ~1 ms, a full pass over 10k pending ~1 s
+SCHED_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
+                 5.0, 10.0)
+# seconds: most RPCs answer within milliseconds; a submit commits to the database first
+RPC_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
+
+
+class ControllerMetrics:
+    """The registry and its instruments. `serve()` opens the endpoint; `rpc_timer()` is the
+    interceptor to install first on the gRPC server, so refused calls are timed too."""
+
+    def __init__(self, state):
+        self.registry = CollectorRegistry()
+        self.sched_pass = Histogram(
+            f"{PREFIX}_sched_pass_duration_seconds",
+            "Duration of scheduling passes (event: woken by a change, top of the queue; full: "
+            "periodic, backfill deep in the queue)", ["kind"], buckets=SCHED_BUCKETS,
+            registry=self.registry)
+        for kind in ("event", "full"):  # both series exist before the first pass
+            self.sched_pass.labels(kind=kind)
+        self.rpc_latency = Histogram(
+            f"{PREFIX}_rpc_duration_seconds", "Time the controller took to answer a gRPC call, "
+            "by method (authentication included)", ["method"], buckets=RPC_BUCKETS,
+            registry=self.registry)
+        self.registry.register(StateCollector(state))
+        state.diag.pass_observers.append(self.observe_pass)
+        self.private_jobs = "jobs" in state.cfg.private_data
+        self.httpd = None
+
+    def observe_pass(self, seconds: float, event: bool) -> None:
+        self.sched_pass.labels(kind="event" if event else "full").observe(seconds)
+
+    def rpc_timer(self) -> "RpcTimer":
+        return RpcTimer(self.rpc_latency)
+
+    def serve(self, addr: str, port: int) -> int:
+        """Listen on addr:port (a daemon thread); the port bound."""
+        self.httpd = serve(self.registry, addr, port, "MetricsPort")
+        if self.private_jobs:  # Prometheus has no user to check: say so rather than leak quietly
+            log.warning("MetricsPort=%d: /metrics takes no authentication and shows job counts "
+                        "and GPU use per user and account; PrivateData=jobs does not apply to it",
+                        port)
+        return self.httpd.server_address[1]
+
+    def close(self) -> None:
+        if self.httpd is not None:
+            self.httpd.shutdown()
+            self.httpd.server_close()
+            self.httpd = None
+
+
+class RpcTimer(grpc.ServerInterceptor):
+    """Times every unary call by method name (the controller serves no streams)."""
+
+    def __init__(self, histogram: Histogram):
+        self.histogram = histogram
+
+    def intercept_service(self, continuation, details):
+        handler = continuation(details)
+        if handler is None or handler.unary_unary is None:
+            return handler
+        observe = self.histogram.labels(method=details.method.rsplit("/", 1)[-1]).observe
+        behavior = handler.unary_unary
+
+        def timed(request, context):
+            began = time.perf_counter()
+            try:
+                return behavior(request, context)
+            finally:
+                observe(time.perf_counter() - began)
+
+        return grpc.unary_unary_rpc_method_handler(timed, handler.request_deserializer,
+                                                   handler.response_serializer)
+
+
+def node_state(node: Node) -> str:
+    """sinfo's long state words for the node (drained vs draining by whether jobs remain)."""
+    base = node.state.value.lower()
+    if node.drain:
+        return "draining" if node.alloc_cpus or node.alloc_gpus else "drained"
+    return "allocated" if base == "allocated" else base
+
+
+def _labels(job: Job) -> tuple[str, str]:
+    return job.spec.user, job.spec.account
+
+
+class StateCollector(Collector):
+    """Reads the controller's state at scrape time: one copy under the lock, families after."""
+
+    def __init__(self, state):
+        self.state = state
+
+    def describe(self):
+        return []  # names are only known from a scrape; never collect() at registration
+
+    def collect(self):
+        s = self.state
+        # Built under the lock: jobs change in place (usage, allocations), and counting even
+        # 10k of them takes milliseconds, less than one scheduling pass.
+        with s.lock:
+            jobs = list(s.jobs.values())
+            families = [*job_families(jobs), *node_families([NodeRow.of(n) for n in s.nodes.values()]),
+                        *gpu_usage_families([j for j in jobs if j.state == JobState.RUNNING]),
+                        usage_family(s.assoc_usage)]
+        return families + list(diag_families(s.diag))
+
+
+def job_families(jobs: list[Job]):
+    by_state = Counter((j.state.value, j.partition or j.spec.partition, *_labels(j)) for j in jobs)
+    g = GaugeMetricFamily(f"{PREFIX}_jobs", "Jobs the controller holds, by state (ended jobs "
+                          "until MinJobAge)", labels=["state", "partition", "user", "account"])
+    for key, n in sorted(by_state.items()):
+        g.add_metric(list(key), n)
+    yield g
+    pending = Counter(j.reason.value for j in jobs if j.state == JobState.PENDING)
+    g = GaugeMetricFamily(f"{PREFIX}_jobs_pending", "Pending jobs by reason (squeue's %r)",
+                          labels=["reason"])
+    for reason, n in sorted(pending.items()):
+        g.add_metric([reason], n)
+    yield g
+    running = [j for j in jobs if j.state == JobState.RUNNING]
+    gpus = Counter()
+    for j in running:
+        gpus[_labels(j)] += sum(len(a.gpus) for a in j.allocations)
+    g = GaugeMetricFamily(f"{PREFIX}_user_gpus_allocated", "GPUs held by running jobs, per "
+                          "user and account", labels=["user", "account"])
+    for key, n in sorted(gpus.items()):
+        g.add_metric(list(key), n)
+    yield g
+    idle = [j for j in running if IDLE_GPU_MARK in j.admin_comment]
+    yield GaugeMetricFamily(f"{PREFIX}_jobs_gpu_idle", "Running jobs flagged for leaving their "
+                            "GPUs idle (IdleGPU in AdminComment)", value=len(idle))
+    g = GaugeMetricFamily(f"{PREFIX}_job_gpu_idle", "1 for each running job flagged for idle "
+                          "GPUs", labels=["job_id", "user", "account"])
+    for j in idle:
+        g.add_metric([str(j.job_id), *_labels(j)], 1)
+    yield g
+
+
+def diag_families(d):
+    """sdiag's counters as Prometheus counters (they restart with the controller, as sdiag's)."""
+    def counter(name: str, doc: str, value: float):
+        return CounterMetricFamily(f"{PREFIX}_{name}", doc, value=value)
+
+    yield counter("jobs_submitted", "Jobs submitted since the controller started", d.jobs_submitted)
+    yield counter("jobs_started", "Jobs started since the controller started", d.jobs_started)
+    ended = CounterMetricFamily(f"{PREFIX}_jobs_ended", "Jobs that reached a final state, in "
+                                "sdiag's buckets", labels=["outcome"])
+    for outcome, n in (("completed", d.jobs_completed), ("cancelled", d.jobs_canceled),
+                       ("failed", d.jobs_failed)):
+        ended.add_metric([outcome], n)
+    yield ended
+    passes = CounterMetricFamily(f"{PREFIX}_sched_passes", "Scheduling passes", labels=["kind"])
+    passes.add_metric(["event"], d.event_cycles)
+    passes.add_metric(["full"], d.cycles - d.event_cycles)
+    yield passes
+    yield counter("sched_backfilled_jobs", "Jobs started by backfill ahead of a blocked job",
+                  d.backfilled_jobs)
+    yield counter("sched_preempted_jobs", "Jobs preempted", d.preempted_jobs)
+    yield GaugeMetricFamily(f"{PREFIX}_sched_queue_length", "Jobs the last scheduling pass "
+                            "looked at", value=d.last_queue_length)
+
+
+class NodeRow(NamedTuple):
+    name: str
+    state: str
+    cpus_allocated: int
+    cpus_total: int
+    gpus_allocated: int
+    gpus_total: int
+    gpus_foreign: int
+
+    @classmethod
+    def of(cls, n: Node) -> "NodeRow":
+        return cls(n.name, node_state(n), n.alloc_cpus, n.config.cpus, len(n.alloc_gpus),
+                   len(n.gpus) or n.config.gpu_count(), len(n.foreign_gpus))
+
+
+NODE_GAUGES = (  # field of NodeRow, help text
+    ("cpus_allocated", "CPUs held by jobs"), ("cpus_total", "CPUs the node has"),
+    ("gpus_allocated", "GPUs held by jobs"), ("gpus_total", "GPUs the node has"),
+    ("gpus_foreign", "GPUs busy with processes no job started (kept out of scheduling)"))
+
+
+def node_families(nodes: list[NodeRow]):
+    states = Counter(row.state for row in nodes)
+    g = GaugeMetricFamily(f"{PREFIX}_nodes", "Nodes by state (sinfo's words)", labels=["state"])
+    for state, n in sorted(states.items()):
+        g.add_metric([state], n)
+    yield g
+    for field, doc in NODE_GAUGES:
+        g = GaugeMetricFamily(f"{PREFIX}_node_{field}", doc, labels=["node"])
+        for row in sorted(nodes):
+            g.add_metric([row.name], getattr(row, field))
+        yield g
+
+
+def gpu_usage_families(running: list[Job]):
+    """The latest sample the agents sent of each step holding GPUs, per node."""
+    labels = ["job_id", "step", "node", "user", "account"]
+    util = GaugeMetricFamily(f"{PREFIX}_job_gpu_utilization_percent", "GPU utilization of a "
+                             "job step on a node, mean over its GPUs", labels=labels)
+    mem = GaugeMetricFamily(f"{PREFIX}_job_gpu_memory_used_bytes", "GPU memory used by a job "
+                            "step on a node, over its GPUs", labels=labels)
+    for job in running:
+        for u in job.usage:
+            if u.gpus and u.restart_count == job.restart_count:
+                key = [str(job.job_id), u.step, u.node, *_labels(job)]
+                util.add_metric(key, u.gpu_util)
+                mem.add_metric(key, u.gpu_mem)
+    yield util
+    yield mem
+
+
+def usage_family(usage: dict) -> GaugeMetricFamily:
+    g = GaugeMetricFamily(f"{PREFIX}_account_usage_tres_minutes", "Decayed usage charged to "
+                          "each association (fair share's RawUsage), in TRES-minutes; user \"\" "
+                          "is the account's total over everything under it",
+                          labels=["account", "user", "tres"])
+    for (account, user), by_tres in sorted(usage.items()):
+        for tres, minutes in sorted(by_tres.items()):
+            g.add_metric([account, user, tres], minutes)
+    return g

@@ -1,0 +1,155 @@
+"""The pure parts of the Prometheus endpoints: what the collectors make of jobs, nodes and
+samples; the endpoint's bind error; the pass observer; the Grafana dashboard's form. The
+endpoints themselves are scraped over HTTP in tests/e2e/test_metrics.py."""
+
+from __future__ import annotations
+
+import json
+import socket
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from factories import model_job
+from pyslurm_lite.config import Config
+from pyslurm_lite.controller import metrics
+from pyslurm_lite.controller.diag import Diag
+from pyslurm_lite.errors import ConfigError
+from pyslurm_lite.metrics_http import serve
+from pyslurm_lite.model import (ForeignGpu, GpuDevice, GresRequest, JobState, Node, NodeConfig,
+                                NodeState, Reason, UsageSample)
+from prometheus_client import CollectorRegistry
+
+DASHBOARD = Path(__file__).resolve().parents[2] / "etc" / "grafana-dashboard.json"
+
+
+def by_labels(family) -> dict[tuple, float]:
+    return {tuple(sorted(s.labels.items())): s.value for s in family.samples}
+
+
+@pytest.mark.parametrize("state, drain, alloc_cpus, expected", [
+    (NodeState.IDLE, False, 0, "idle"),
+    (NodeState.MIXED, False, 1, "mixed"),
+    (NodeState.ALLOCATED, False, 2, "allocated"),
+    (NodeState.DOWN, False, 0, "down"),
+    (NodeState.IDLE, True, 0, "drained"),
+    (NodeState.MIXED, True, 1, "draining"),
+])
+def test_node_state_words(state, drain, alloc_cpus, expected):
+    node = Node(config=NodeConfig(name="node1", cpus=2), state=state, drain=drain,
+                alloc_cpus=alloc_cpus)
+    assert metrics.node_state(node) == expected
+
+
+def test_node_families_per_node_with_foreign_gpus():
+    busy = Node(config=NodeConfig(name="node2", cpus=4), state=NodeState.MIXED, alloc_cpus=1,
+                alloc_gpus=[0], gpus=[GpuDevice(index=i) for i in range(2)],
+                foreign_gpus=[ForeignGpu(index=1, pids=[4242])])
+    idle = Node(config=NodeConfig(name="node1", cpus=2, gres=[GresRequest("gpu", "", 4)]),
+                state=NodeState.IDLE)
+    fams = {f.name: f for f in metrics.node_families([metrics.NodeRow.of(busy),
+                                                       metrics.NodeRow.of(idle)])}
+    assert by_labels(fams["pyslurm_lite_nodes"]) == {(("state", "idle"),): 1, (("state", "mixed"),): 1}
+    assert by_labels(fams["pyslurm_lite_node_gpus_total"]) == {(("node", "node1"),): 4,
+                                                               (("node", "node2"),): 2}
+    assert by_labels(fams["pyslurm_lite_node_gpus_foreign"]) == {(("node", "node1"),): 0,
+                                                                 (("node", "node2"),): 1}
+    assert by_labels(fams["pyslurm_lite_node_cpus_allocated"])[(("node", "node2"),)] == 1
+
+
+def _jobs():
+    running = model_job(1, gpus=(0, 1), account="phys")
+    idle = model_job(2, gpus=(2,), user="bob", account="bio")
+    idle.admin_comment = "IdleGPU: GPUs under 5% for 20s"
+    held = model_job(3, account="phys")
+    held.state, held.reason, held.allocations = JobState.PENDING, Reason.HELD_USER, []
+    done = model_job(4, account="phys")
+    done.state = JobState.COMPLETED
+    return [running, idle, held, done]
+
+
+def test_job_families_count_states_reasons_gpus_and_idle_flags():
+    fams = {f.name: f for f in metrics.job_families(_jobs())}
+    assert by_labels(fams["pyslurm_lite_jobs"]) == {
+        (("account", "phys"), ("partition", "main"), ("state", "COMPLETED"), ("user", "alice")): 1,
+        (("account", "phys"), ("partition", "main"), ("state", "PENDING"), ("user", "alice")): 1,
+        (("account", "phys"), ("partition", "main"), ("state", "RUNNING"), ("user", "alice")): 1,
+        (("account", "bio"), ("partition", "main"), ("state", "RUNNING"), ("user", "bob")): 1}
+    assert by_labels(fams["pyslurm_lite_jobs_pending"]) == {(("reason", "JobHeldUser"),): 1}
+    assert by_labels(fams["pyslurm_lite_user_gpus_allocated"]) == {
+        (("account", "phys"), ("user", "alice")): 2, (("account", "bio"), ("user", "bob")): 1}
+    assert fams["pyslurm_lite_jobs_gpu_idle"].samples[0].value == 1
+    assert by_labels(fams["pyslurm_lite_job_gpu_idle"]) == {
+        (("account", "bio"), ("job_id", "2"), ("user", "bob")): 1}
+
+
+def test_gpu_usage_comes_from_the_current_run_of_steps_holding_gpus():
+    job = model_job(7, gpus=(0,), account="phys")
+    job.restart_count = 1
+    job.usage = [UsageSample(step="batch", node="node1", restart_count=1, gpus=1, gpu_util=42.0,
+                             gpu_mem=3 << 20),
+                 UsageSample(step="0", node="node1", restart_count=0, gpus=1, gpu_util=99.0),
+                 UsageSample(step="1", node="node1", restart_count=1, gpus=0, rss=1 << 20)]
+    util, mem = metrics.gpu_usage_families([job])
+    key = (("account", "phys"), ("job_id", "7"), ("node", "node1"), ("step", "batch"),
+           ("user", "alice"))
+    assert by_labels(util) == {key: 42.0}
+    assert by_labels(mem) == {key: 3 << 20}
+
+
+def test_diag_counters_become_prometheus_counters():
+    d = Diag(jobs_submitted=5, jobs_started=4, jobs_completed=2, jobs_canceled=1, jobs_failed=1,
+             cycles=10, event_cycles=7, backfilled_jobs=3)
+    fams = {f.name: f for f in metrics.diag_families(d)}
+    assert fams["pyslurm_lite_jobs_submitted"].type == "counter"
+    assert by_labels(fams["pyslurm_lite_jobs_ended"]) == {
+        (("outcome", "completed"),): 2, (("outcome", "cancelled"),): 1, (("outcome", "failed"),): 1}
+    assert by_labels(fams["pyslurm_lite_sched_passes"]) == {(("kind", "event"),): 7,
+                                                            (("kind", "full"),): 3}
+    assert fams["pyslurm_lite_sched_backfilled_jobs"].samples[0].value == 3
+
+
+def test_each_pass_reaches_the_observers_in_seconds():
+    d, seen = Diag(), []
+    d.pass_observers.append(lambda seconds, event: seen.append((seconds, event)))
+    d.cycle(2500, 10, True)
+    d.cycle(1_000_000, 10, False)
+    assert seen == [(0.0025, True), (1.0, False)]
+
+
+def test_a_metrics_port_in_use_is_a_configuration_error_naming_the_key():
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        with pytest.raises(ConfigError, match=rf"MetricsPort={port}: cannot serve /metrics on "
+                                              rf"127\.0\.0\.1:{port}"):
+            serve(CollectorRegistry(), "127.0.0.1", port, "MetricsPort")
+
+
+def test_the_grafana_dashboard_is_valid_and_its_datasource_templated():
+    dash = json.loads(DASHBOARD.read_text())
+    variables = {v["name"]: v for v in dash["templating"]["list"]}
+    assert variables["datasource"]["type"] == "datasource"
+    assert variables["datasource"]["query"] == "prometheus"
+    ids = [p["id"] for p in dash["panels"]]
+    assert len(ids) == len(set(ids))
+    for p in dash["panels"]:
+        assert p["targets"], p["title"]
+        for where in (p, *p["targets"]):
+            assert where["datasource"] == {"type": "prometheus", "uid": "${datasource}"}, p["title"]
+        assert all("pyslurm_lite_" in t["expr"] for t in p["targets"]), p["title"]
+
+
+@pytest.mark.parametrize("private_data, warned", [(["jobs"], True), ([], False)])
+def test_private_data_jobs_is_said_not_to_cover_the_endpoint(caplog, private_data, warned):
+    state = SimpleNamespace(diag=Diag(), cfg=Config(private_data=private_data))
+    m = metrics.ControllerMetrics(state)
+    try:
+        port = m.serve("127.0.0.1", 0)
+        assert port > 0
+    finally:
+        m.close()
+    said = [r.getMessage() for r in caplog.records if "PrivateData=jobs" in r.getMessage()]
+    assert bool(said) == warned, said

@@ -1,0 +1,103 @@
+"""The priority manager's charging against a real store: periodic charges of running jobs, the
+rest at the end, decay, state.assoc_usage, and no double charge across a controller restart."""
+
+from __future__ import annotations
+
+import pytest
+
+from factories import model_job
+from pyslurm_lite.config import Config
+from pyslurm_lite.controller.priority_mgr import PriorityManager
+from pyslurm_lite.controller.state import ClusterState
+from pyslurm_lite.controller.store import Store
+from pyslurm_lite.model import JobState
+
+START = 1_700_000_000.0
+
+
+class Clock:
+    def __init__(self, now: float):
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def manager(tmp_path, clock, half_life_minutes=0, period=60):
+    cfg = Config()
+    cfg.priority_decay_half_life = half_life_minutes
+    cfg.priority_calc_period = period
+    state = ClusterState(cfg, Store(f"sqlite:///{tmp_path / 'state.db'}", clock=clock), clock)
+    return state, PriorityManager(state)
+
+
+def running_gpu_job(state, job_id=5, account="physics", user="p"):
+    job = model_job(job_id, gpus=(0,), user=user, account=account)
+    job.start_time, job.billing = START, 11.0
+    state.jobs[job.job_id] = job
+    return job
+
+
+def test_running_jobs_are_charged_every_period_and_the_rest_at_the_end(tmp_path):
+    clock = Clock(START)
+    state, pm = manager(tmp_path, clock)
+    job = running_gpu_job(state)
+    clock.now = START + 30
+    pm.charge_running(clock.now)  # less than PriorityCalcPeriod since the manager began
+    assert pm.raw_usage(clock.now) == {}
+    clock.now = START + 60
+    pm.charge_running(clock.now)
+    assert pm.raw_usage(clock.now) == {("physics", "p"): pytest.approx(660.0)}
+    assert state.assoc_usage[("physics", "p")]["gres/gpu"] == pytest.approx(1.0)  # GPU-minutes
+    assert state.assoc_usage[("physics", "")]["billing"] == pytest.approx(11.0)
+    assert state.assoc_usage[("root", "")]["billing"] == pytest.approx(11.0)
+    job.state, job.end_time = JobState.COMPLETED, START + 90
+    clock.now = START + 100
+    pm.charge_usage([job])
+    pm.charge_usage([job])  # a repeated ending report charges nothing more
+    assert pm.raw_usage(clock.now)[("physics", "p")] == pytest.approx(990.0)
+
+
+def test_a_restarted_controller_does_not_charge_twice(tmp_path):
+    clock = Clock(START)
+    state, pm = manager(tmp_path, clock)
+    job = running_gpu_job(state)
+    clock.now = START + 60
+    pm.charge_running(clock.now)
+    state.store.close()
+    # a new controller on the same database, the job still running
+    state2, pm2 = manager(tmp_path, clock)
+    state2.jobs[job.job_id] = job
+    assert pm2.raw_usage(clock.now) == {("physics", "p"): pytest.approx(660.0)}
+    pm2.charge_usage([job])  # at the same moment: nothing new
+    assert pm2.raw_usage(clock.now)[("physics", "p")] == pytest.approx(660.0)
+    clock.now = START + 120
+    pm2.charged_at = 0.0
+    pm2.charge_running(clock.now)
+    assert pm2.raw_usage(clock.now)[("physics", "p")] == pytest.approx(1320.0)
+
+
+def test_usage_decays_with_the_half_life(tmp_path):
+    clock = Clock(START)
+    state, pm = manager(tmp_path, clock, half_life_minutes=1)
+    job = running_gpu_job(state)
+    job.state, job.end_time = JobState.COMPLETED, START + 10
+    clock.now = START + 10
+    pm.charge_usage([job])
+    assert pm.raw_usage(START + 10)[("physics", "p")] == pytest.approx(110.0)
+    assert pm.raw_usage(START + 70)[("physics", "p")] == pytest.approx(55.0)  # one half-life on
+    state.store.close()
+    _, pm2 = manager(tmp_path, Clock(START + 130), half_life_minutes=1)  # decayed in the store too
+    assert pm2.raw_usage(START + 130)[("physics", "p")] == pytest.approx(27.5)
+
+
+def test_forgotten_jobs_drop_their_marks(tmp_path):
+    clock = Clock(START)
+    state, pm = manager(tmp_path, clock)
+    job = running_gpu_job(state)
+    clock.now = START + 60
+    pm.charge_running(clock.now)
+    del state.jobs[job.job_id]  # MinJobAge passed
+    clock.now = START + 120
+    pm.charge_running(clock.now)
+    assert pm.charged == {} and state.store.load_charged() == {}
