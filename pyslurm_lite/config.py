@@ -393,7 +393,7 @@ def _simple_key(cfg: Config, key: str, value: str, where: str) -> None:
     elif key == "jobrequeue":
         cfg.job_requeue = value.strip() not in ("0", "no", "NO")
     elif key == "priorityweighttres":
-        cfg.priority_weight_tres = _tres_weights(value, "PriorityWeightTRES", where)
+        cfg.priority_weight_tres = _tres_weights(value, "PriorityWeightTRES", where, units=False)
     elif key == "accountingstorageenforce":
         words = [w.strip().lower() for w in value.split(",") if w.strip()]
         bad = [w for w in words if w not in ENFORCE_WORDS]
@@ -472,7 +472,7 @@ def _simple_key(cfg: Config, key: str, value: str, where: str) -> None:
             cfg.ignored.append(f"{where}: {key}={value}")
 
 
-def _tres_weights(value: str, key: str, where: str) -> dict[str, float]:
+def _tres_weights(value: str, key: str, where: str, units: bool = True) -> dict[str, float]:
     """TRESBillingWeights / PriorityWeightTRES: "CPU=1.0,Mem=0.25G,GRES/gpu=2.0" -> {name: weight},
     names lower case; a memory weight is per GiB (a G suffix, Slurm's default unit for it)."""
     out: dict[str, float] = {}
@@ -482,12 +482,15 @@ def _tres_weights(value: str, key: str, where: str) -> dict[str, float]:
         if not eq or not re.fullmatch(r"(cpu|mem|node|billing|energy|gres/[\w.:-]+|license/[\w.-]+)", name):
             raise ConfigError(f"{where}: {key}: bad item '{item}' (want TRES=weight, e.g. GRES/gpu=10.0)")
         w = weight.strip()
-        scale = {"k": 1 / 1024 ** 2, "m": 1 / 1024, "g": 1.0, "t": 1024.0}.get(w[-1:].lower()) if w else None
+        # units: a billing weight of memory is per amount (Mem=0.25G); a priority weight is plain
+        scale = {"k": 1 / 1024 ** 2, "m": 1 / 1024, "g": 1.0, "t": 1024.0}.get(w[-1:].lower()) \
+            if w and units else None
         if scale is not None:
             w = w[:-1]
         try:
             # Slurm: a memory weight without a unit is per MB
-            out[name] = float(w) * (scale if scale is not None else 1024.0 if name == "mem" else 1.0)
+            out[name] = float(w) * (scale if scale is not None else
+                                    1024.0 if name == "mem" and units else 1.0)
         except ValueError:
             raise ConfigError(f"{where}: {key}: '{item}' has no number for a weight") from None
         if out[name] < 0:

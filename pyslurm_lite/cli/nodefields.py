@@ -242,6 +242,10 @@ def node_record(node, now: float, cfg, partitions: list[str]) -> list[str]:
     if node.reason:
         # The controller records no reason uid; only an operator (root) may set one.
         lines.append(f"Reason={node.reason} [root@{format_timestamp(node.reason_time)}]")
+    if node.foreign_gpus:  # ours: GPUs the scheduler keeps jobs off (processes no job started)
+        pids = ",".join(str(p) for f in node.foreign_gpus for p in f.pids)
+        lines.append(f"Comment=GPU(s) {','.join(str(f.index) for f in node.foreign_gpus)} used by "
+                     f"processes no job started (pids {pids or 'unknown'}), kept out of scheduling")
     return lines
 
 

@@ -150,6 +150,8 @@ def test_a_gpu_used_by_a_process_no_job_started_is_kept_out_of_scheduling(cluste
             time.sleep(0.5)
         else:
             pytest.fail(f"node1 reports no foreign GPU 0: {nodes[0].foreign_gpus}")
+        shown = cluster.run(["scontrol", "show", "node", "node1"]).stdout
+        assert f"Comment=GPU(s) 0 used by processes no job started (pids {outsider.pid})" in shown, shown
         one = cluster.sbatch("-o", str(tmp_path / "one.out"), "--gres=gpu:1", "--wrap",
                              "echo $SLURM_JOB_GPUS")
         assert wait_final(cluster, one) == "COMPLETED"

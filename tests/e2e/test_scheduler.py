@@ -107,8 +107,10 @@ def multifactor(tmp_path_factory):
     from conftest import configured_cluster
     yield from configured_cluster(
         tmp_path_factory, "prio", (1, 2, 2000, 0),
+        # classic fair share (2^-U/S), whose figures this module's test works out; Fair Tree,
+        # the default, ranks a single user first whatever it used
         extra="PriorityType=priority/multifactor\nPriorityWeightAge=1000\nPriorityWeightFairshare=10000\n"
-              "PriorityWeightJobSize=100\nPriorityMaxAge=1\n")
+              "PriorityWeightJobSize=100\nPriorityMaxAge=1\nPriorityFlags=NO_FAIR_TREE\n")
 
 
 def test_multifactor_fair_share_lowers_a_heavy_users_priority(multifactor, tmp_path):
