@@ -29,6 +29,7 @@ from ..sched import SchedConfig, schedule
 from .dispatch import Dispatcher
 from .idle_gpu import IdleGpuMonitor
 from .job_mgr import JobManager
+from .job_timers import JobTimers
 from .metrics import ControllerMetrics
 from .node_mgr import NodeManager
 from .notify import Notifier
@@ -61,6 +62,7 @@ class Controller:
         self.store = Store(cfg.db_url, clock)
         self.state = ClusterState(cfg, self.store, clock)
         self.jobs = JobManager(self.state)
+        self.timers = JobTimers(self.jobs)
         self.priorities = PriorityManager(self.state)
         self.jobs.on_ended = self.priorities.charge_usage
         self.nodes = NodeManager(self.state, self.jobs)
@@ -87,7 +89,7 @@ class Controller:
         jobs only, as Slurm's event-triggered main scheduler looks at the top of the queue; the
         periodic pass tries bf_max_job_test of them."""
         began = time.perf_counter()
-        self.jobs.deadlines(now)  # before the snapshot, so none past its deadline starts
+        self.timers.deadlines(now)  # before the snapshot, so none past its deadline starts
         with self.state.lock:
             snap = self.state.snapshot()
         config = self.sched_config if full else self.event_config
@@ -95,7 +97,7 @@ class Controller:
         effects = self.jobs.apply_plan(plan)
         self.dispatch.send(effects)
         if plan.preemptions:  # those without a grace time go now
-            self.dispatch.send(self.jobs.preemptions_due(now))
+            self.dispatch.send(self.timers.preemptions_due(now))
         self.state.diag.add(backfilled_jobs=plan.backfilled)
         self.state.diag.cycle(int((time.perf_counter() - began) * 1e6), len(snap.jobs), not full)
         return len(plan.starts)
@@ -106,10 +108,10 @@ class Controller:
             self.priorities.recompute_priorities(now)
             self._priorities_at = now
         self.priorities.charge_running(now)  # every PriorityCalcPeriod
-        self.dispatch.send(self.jobs.signal_warnings(now))
-        self.dispatch.send(self.jobs.time_limits(now))
-        self.jobs.deadlines(now)  # a deadline passes between scheduling passes too
-        self.dispatch.send(self.jobs.preemptions_due(now))
+        self.dispatch.send(self.timers.signal_warnings(now))
+        self.dispatch.send(self.timers.time_limits(now))
+        self.timers.deadlines(now)  # a deadline passes between scheduling passes too
+        self.dispatch.send(self.timers.preemptions_due(now))
         self.dispatch.send(self.nodes.monitor(now))
         self.dispatch.send(self.idle_gpus.run_once(now))
         self.notifier.periodic(now)

@@ -10,22 +10,25 @@ from __future__ import annotations
 import dataclasses
 import logging
 import signal as _signal
-from dataclasses import dataclass, field
 
 from ..config import collect
 from ..errors import InvalidRequest, NotFound, PermissionDenied, StaleState, Unsatisfiable
-from ..model import UNLIMITED, Job, JobSpec, JobState, NodeAllocation, Reason
+from ..model import Job, JobSpec, JobState, NodeAllocation, Reason
 from ..sched import Plan
 from ..sched.placement import spec_for_nodes
-from ..units import parse_signal_spec
 from .assoc_policy import admit, check_submit_limits
 from .auth import Caller, Users, allowed, require
+from .effects import Effects, Ending, Launch, Signal
+from .job_filter import JobFilter, names_job as _names
+from .job_timers import limit_to_deadline
 from .priority_mgr import billing_at_start
 from .state import ClusterState
 from .job_update import AppliedWithError
 from .notify import screen_mail
 from .validate import check_deadline, check_job_counts, validate_spec
 
+# Effects, Ending, JobFilter, Launch and Signal live in effects.py and job_filter.py; they are
+# re-exported here, where the servicers and managers have always found them.
 __all__ = ["Caller", "Effects", "Ending", "JobFilter", "JobManager", "Launch", "Signal"]
 
 log = logging.getLogger("pyslurm_lite.controller.jobs")
@@ -33,100 +36,11 @@ log = logging.getLogger("pyslurm_lite.controller.jobs")
 BASE_PRIORITY = 4294901759  # priority/basic: Slurm's first job priority, decreasing by one
 MASTER_PORT_BASE = 29500  # MASTER_PORT range for distributed training, one port per job
 MASTER_PORT_RANGE = 2000
-PREEMPT_REQUEUE_DELAY = 5.0  # seconds a preempted, requeued job waits before it may start again
 NO_PRIORITY = -1  # JobSpec.priority: --priority not given
 # What a non-operator's --priority becomes: slurmctld (validate_job_create_req) drops it without
 # a word; here the submitting command is told, since nothing may differ silently.
 PRIORITY_DROPPED = ("--priority={} was ignored: only an operator (root, SlurmUser or an "
                     "AdminUsers member) may set a job's priority")
-
-
-@dataclass
-class Launch:
-    node: str
-    jobs: list[Job]
-    epoch: str = ""  # the node's registration the start was decided under
-
-
-@dataclass
-class Signal:
-    node: str
-    job_ids: list[int]
-    signal: int = 0
-    terminate: bool = False
-    batch_only: bool = False
-    reason: str = ""
-    steps_only: bool = False
-    restart_counts: list[int] = field(default_factory=list)  # a termination's runs, for revocation
-
-
-@dataclass
-class Effects:
-    launches: list[Launch] = field(default_factory=list)
-    signals: list[Signal] = field(default_factory=list)
-
-    def extend(self, other: "Effects") -> None:
-        self.launches += other.launches
-        self.signals += other.signals
-
-
-@dataclass
-class Ending:
-    """An agent's report that a job's batch script ended (or could not be launched)."""
-
-    job_id: int
-    restart_count: int
-    exit_code: int = 0
-    exit_signal: int = 0
-    oom: bool = False
-    message: str = ""  # set when the launch itself failed
-
-
-@dataclass
-class JobFilter:
-    job_ids: list[int] = field(default_factory=list)
-    states: list[str] = field(default_factory=list)
-    users: list[str] = field(default_factory=list)
-    partitions: list[str] = field(default_factory=list)
-    names: list[str] = field(default_factory=list)
-    include_finished: bool = False
-    nodes: list[str] = field(default_factory=list)
-    array_tasks: list[str] = field(default_factory=list)  # "12_3": one task of array 12
-
-    def task_pairs(self) -> set[tuple[int, int]]:
-        """(array id, task index) of each named task; InvalidRequest for a malformed name."""
-        from ..arrays import parse_task_name
-        return {parse_task_name(t) for t in self.array_tasks}
-
-    def matches(self, job: Job, ids: set[int] | None = None,
-                tasks: set[tuple[int, int]] | None = None) -> bool:
-        wanted = ids if ids is not None else set(self.job_ids)
-        pairs = tasks if tasks is not None else self.task_pairs()
-        named = self.job_ids or self.array_tasks
-        if named and not _names(job, wanted, pairs):
-            return False
-        if self.states and job.state.value not in self.states:
-            return False
-        if not self.states and not named and not self.include_finished and job.state.is_final:
-            return False
-        if self.users and job.spec.user not in self.users and str(job.spec.uid) not in self.users:
-            return False
-        if self.partitions and job.partition not in self.partitions:
-            return False
-        if self.names and job.spec.name not in self.names:
-            return False
-        if self.nodes and not set(self.nodes) & set(job.node_names):
-            return False
-        return True
-
-
-def _names(job: Job, ids: set[int], tasks: set[tuple[int, int]]) -> bool:
-    """Is job named by these ids (its own, or its array's: an array's id names all of its
-    tasks) or task names (12_3)?"""
-    if job.job_id in ids:
-        return True
-    return bool(job.array_job_id) and (job.array_job_id in ids
-                                       or (job.array_job_id, job.array_task_id) in tasks)
 
 
 class JobManager:
@@ -468,28 +382,6 @@ class JobManager:
         self.s.save(marked)
         return signals
 
-    def preemptions_due(self, now: float) -> Effects:
-        """Preempted jobs whose grace time is over: requeued (restart count up) or ended PREEMPTED."""
-        effects, changed = Effects(), []
-        with self.s.lock:
-            for job in self.s.jobs.values():
-                if job.state != JobState.RUNNING or not job.preempt_time or now < job.preempt_time:
-                    continue
-                mode = job.preempt_mode
-                job.preempt_time, job.preempt_mode = 0.0, ""
-                if mode == "REQUEUE":  # "preempted": the agent kills at once, the grace is over
-                    effects.signals += self.requeue(job, reason="preempted")
-                    # as Slurm, a requeued job waits a while (BeginTime), so the job it made
-                    # room for starts first whatever their priorities
-                    job.eligible_time = now + PREEMPT_REQUEUE_DELAY
-                else:
-                    effects.signals += self._end(job, JobState.PREEMPTED, Reason.NONE, now)
-                changed.append(job)
-            self.s.save(changed)
-        if changed:
-            self.s.changed.set()
-        return effects
-
     def _start(self, job: Job, allocations: list[NodeAllocation], now: float) -> None:
         if len(allocations) != job.spec.num_nodes:  # -N min-max, or more -w nodes than -N
             job.spec = spec_for_nodes(job.spec, len(allocations))
@@ -552,85 +444,9 @@ class JobManager:
             return job
         return None
 
-    def signal_warnings(self, now: float) -> Effects:
-        """--signal=[B:]SIG@SECONDS: warn a running job that many seconds before its time limit,
-        once per run: the batch shell alone with B:, else every process but the batch shell
-        (Slurm signals the steps, so a shell without a trap is not killed by the warning)."""
-        effects = Effects()
-        with self.s.lock:
-            for job in self.s.jobs.values():
-                if job.state != JobState.RUNNING or not job.spec.signal or job.time_limit <= 0:
-                    continue
-                key = (job.job_id, job.restart_count)
-                try:  # refused at submit since #13; a record from before may still hold one
-                    batch, signo, before = parse_signal_spec(job.spec.signal)
-                except InvalidRequest:
-                    continue
-                if key in self.s.warned or now < job.start_time + job.time_limit * 60 - before:
-                    continue
-                self.s.warned.add(key)
-                nodes = job.node_names[:1] if batch else job.node_names
-                effects.signals += [Signal(n, [job.job_id], signo, batch_only=batch,
-                                           steps_only=not batch) for n in nodes]
-        return effects
-
-    def deadlines(self, now: float) -> list[Job]:
-        """End pending jobs that can no longer finish by their --deadline: state DEADLINE,
-        reason DeadLine, exit code 1, as Slurm's schedulers do for the jobs they consider
-        (so not held ones, nor ones waiting on a dependency or a begin time)."""
-        ended = []
-        with self.s.lock:
-            for job in self.s.jobs.values():
-                if job.state != JobState.PENDING or job.held or job.eligible_time > now \
-                        or job.reason in (Reason.DEPENDENCY, Reason.DEPENDENCY_NEVER) \
-                        or not deadline_passed(job, now):
-                    continue
-                self._end(job, JobState.DEADLINE, Reason.DEADLINE, now)
-                # Slurm stores a raw wait status of 1 (sacct's ExitCode 0:1), and the
-                # start time too, so that accounting shows no wait past its end
-                job.exit_code, job.exit_signal, job.start_time = 0, 1, now
-                log.info("job %s could not end by its deadline and is cancelled", job.job_id)
-                ended.append(job)
-            self.s.save(ended)
-        if ended:
-            self.s.changed.set()
-        return ended
-
-    def time_limits(self, now: float) -> Effects:
-        """End RUNNING jobs past their time limit with TIMEOUT (SIGTERM, SIGKILL after KillWait)."""
-        effects, ended = Effects(), []
-        with self.s.lock:
-            for job in self.s.jobs.values():
-                if job.state == JobState.RUNNING and job.time_limit > 0 \
-                        and now >= job.start_time + job.time_limit * 60:
-                    effects.signals += self._end(job, JobState.TIMEOUT, Reason.TIME_LIMIT, now)
-                    ended.append(job)
-            self.s.save(ended)
-        return effects
-
-
 def _initial_priority(spec: JobSpec, job_id: int) -> int:
     """An operator's --priority, else priority/basic's (multifactor recomputes it)."""
     return spec.priority if spec.priority > 0 else max(BASE_PRIORITY - job_id, 1)
-
-
-def deadline_passed(job: Job, now: float) -> bool:
-    """Slurm's deadline_ok, negated: can this pending job no longer end by its deadline if it
-    started now? Its time limit must fit; a job without one needs a minute (Slurm sets its
-    --time-min to 1)."""
-    if not job.spec.deadline:
-        return False
-    needed = job.time_limit if job.time_limit > 0 and job.time_limit != UNLIMITED else 1
-    return job.spec.deadline < now + needed * 60
-
-
-def limit_to_deadline(job: Job, now: float) -> int:
-    """A starting job's time limit: one without a limit gets the minutes left to its deadline
-    (Slurm's deadline_time_limit), so it ends TIMEOUT by then; one with a limit keeps it, as
-    deadline_passed has checked it fits."""
-    if job.spec.deadline and (job.time_limit <= 0 or job.time_limit == UNLIMITED):
-        return max(int((job.spec.deadline - now) // 60), 1)
-    return job.time_limit
 
 
 def _label(job: Job, ids: set[int]):

@@ -1,5 +1,5 @@
 """--priority and --deadline as Slurm 22.05 has them: scontrol update Priority= (job_update),
-the deadline rule (job_mgr.deadline_passed / limit_to_deadline), submit-time checks, and the
+the deadline rule (job_timers.deadline_passed / limit_to_deadline), submit-time checks, and the
 commands' parsing. Table-driven over the pure parts; tests/e2e/test_priority_deadline.py drives
 the daemons."""
 
@@ -9,7 +9,7 @@ import pytest
 
 from pyslurm_lite import config
 from pyslurm_lite.cli.sbatch import PRIORITY_TOP, parse_priority
-from pyslurm_lite.controller.job_mgr import deadline_passed, limit_to_deadline
+from pyslurm_lite.controller.job_timers import deadline_passed, limit_to_deadline
 from pyslurm_lite.controller.job_update import (INFINITE, JOB_HELD, PRIO_RESET_FAIL,
                                                 AppliedWithError, Context, apply)
 from pyslurm_lite.controller.validate import check_deadline
