@@ -12,9 +12,10 @@ import re
 import shlex
 from dataclasses import dataclass, field
 
-import hostlist as _hostlist
-
 from .errors import ConfigError
+from .hostlists import MAX_HOSTLIST, collect, expand  # noqa: F401 (re-exported: callers import them from here)
+from .confvalues import (_gather_frequency, _int, _limit, _names, _preempt_mode,
+                         _seconds, _seconds_or_minutes, _tres_weights, _yes_no)
 from .model import UNLIMITED, GresRequest, NodeConfig, Partition, Qos
 from .units import parse_time_limit
 
@@ -188,97 +189,6 @@ def _lines(text: str, path: str):
         line = raw.split("#", 1)[0].strip()
         if line:
             yield f"{path}:{no}", line
-
-
-def _int(value: str, key: str, where: str, minimum: int = 0) -> int:
-    try:
-        n = int(value)
-    except ValueError:
-        raise ConfigError(f"{where}: {key}={value} is not a number") from None
-    if n < minimum:
-        raise ConfigError(f"{where}: {key}={value} must be at least {minimum}")
-    return n
-
-
-MAX_HOSTLIST = 65536  # names one hostlist expression may expand to; counted before expanding
-_MAX_BRACKETS = 64  # bracket groups in one name: python-hostlist recurses once per group
-_HL_RANGE = re.compile(r"([0-9]+)(?:-([0-9]+))?\n?")  # python-hostlist's `$` admits one "\n"
-
-
-def expand(expr: str, where: str = "") -> list[str]:
-    """A hostlist expression (node[1-4,7]) to names; ConfigError naming `where` when malformed,
-    or when it would expand to more than MAX_HOSTLIST names (refused before expanding: a
-    64-byte expression can name half a million hosts)."""
-    shown = expr if len(expr) <= 80 else expr[:77] + "..."
-    count = _hostlist_size(expr, shown, where)
-    if count > MAX_HOSTLIST:
-        message = f"{where}: hostlist '{shown}' expands to more than {MAX_HOSTLIST} names"
-        raise ConfigError(message.lstrip(": "))
-    try:
-        names = _hostlist.expand_hostlist(expr)
-    except (_hostlist.BadHostlist, ValueError, RecursionError) as e:
-        raise ConfigError(f"{where}: bad hostlist '{shown}': {e}".lstrip(": ")) from None
-    if not names:
-        raise ConfigError(f"{where}: empty hostlist '{shown}'".lstrip(": "))
-    return names
-
-
-# The grammar python-hostlist accepts is regular: top-level parts split by commas outside
-# brackets, each text with non-nested [rangelist] groups. Regexes walk it at C speed.
-_HL_WELL_FORMED = re.compile(r"(?:[^\[\],]|\[[^\[\]]*\]|,)*")
-_HL_PART = re.compile(r"(?:[^\[\],]|\[[^\[\]]*\])+")
-
-
-def _hostlist_size(expr: str, shown: str, where: str) -> int:
-    """How many names python-hostlist would produce, duplicates counted, from the bracket
-    ranges alone; past MAX_HOSTLIST the exact figure does not matter and counting stops."""
-    def bad(why: str) -> ConfigError:
-        return ConfigError(f"{where}: bad hostlist '{shown}': {why}".lstrip(": "))
-
-    if not _HL_WELL_FORMED.fullmatch(expr):
-        raise bad("nested or unbalanced brackets")
-    parts = _HL_PART.findall(expr)
-    total = len(parts)  # each part names at least one host (or is refused)
-    for part in parts:
-        if total > MAX_HOSTLIST:
-            break
-        if "[" in part:
-            total += _part_size(part, bad) - 1
-    return total
-
-
-def _part_size(part: str, bad) -> int:
-    """Names of one part: the product of its bracket groups' sizes."""
-    rangelists = re.findall(r"\[([^\]]*)\]", part)
-    if len(rangelists) > _MAX_BRACKETS:
-        raise bad("too many bracket groups")
-    size = 1
-    for rangelist in rangelists:
-        size *= _rangelist_size(rangelist, bad)
-        if size > MAX_HOSTLIST:
-            break
-    return size
-
-
-def _rangelist_size(rangelist: str, bad) -> int:
-    size = 0
-    for range_ in rangelist.split(","):
-        m = _HL_RANGE.fullmatch(range_)
-        if not m:
-            raise bad("bad range")
-        if m.group(2) is None:
-            size += 1
-            continue
-        low, high = (s.lstrip("0") or "0" for s in m.group(1, 2))
-        if len(low) > 18 or len(high) > 18:  # int() of a huge digit string is itself the attack
-            raise bad("number too large")
-        size += max(int(high) - int(low) + 1, 0)
-    return size
-
-
-def collect(names) -> str:
-    """Names back to a compact hostlist expression (node[1-2,4])."""
-    return _hostlist.collect_hostlist(list(names)) if names else ""
 
 
 def parse_gres_spec(spec: str, where: str = "") -> list[GresRequest]:
@@ -472,62 +382,6 @@ def _simple_key(cfg: Config, key: str, value: str, where: str) -> None:
             cfg.ignored.append(f"{where}: {key}={value}")
 
 
-def _tres_weights(value: str, key: str, where: str, units: bool = True) -> dict[str, float]:
-    """TRESBillingWeights / PriorityWeightTRES: "CPU=1.0,Mem=0.25G,GRES/gpu=2.0" -> {name: weight},
-    names lower case; a memory weight is per GiB (a G suffix, Slurm's default unit for it)."""
-    out: dict[str, float] = {}
-    for item in filter(None, (v.strip() for v in value.split(","))):
-        name, eq, weight = item.partition("=")
-        name = name.strip().lower()
-        if not eq or not re.fullmatch(r"(cpu|mem|node|billing|energy|gres/[\w.:-]+|license/[\w.-]+)", name):
-            raise ConfigError(f"{where}: {key}: bad item '{item}' (want TRES=weight, e.g. GRES/gpu=10.0)")
-        w = weight.strip()
-        # units: a billing weight of memory is per amount (Mem=0.25G); a priority weight is plain
-        scale = {"k": 1 / 1024 ** 2, "m": 1 / 1024, "g": 1.0, "t": 1024.0}.get(w[-1:].lower()) \
-            if w and units else None
-        if scale is not None:
-            w = w[:-1]
-        try:
-            # Slurm: a memory weight without a unit is per MB
-            out[name] = float(w) * (scale if scale is not None else
-                                    1024.0 if name == "mem" and units else 1.0)
-        except ValueError:
-            raise ConfigError(f"{where}: {key}: '{item}' has no number for a weight") from None
-        if out[name] < 0:
-            raise ConfigError(f"{where}: {key}: '{item}': a weight cannot be negative")
-    return out
-
-
-def _seconds_or_minutes(value: str, key: str, where: str) -> int:
-    """PriorityCalcPeriod: minutes, or a Slurm time ("0:30" is half a minute as M:S)."""
-    try:
-        if value.strip().isdigit():
-            return max(int(value) * 60, 1)
-        m = re.fullmatch(r"(\d+):(\d{1,2})", value.strip())
-        if m:
-            return max(int(m.group(1)) * 60 + int(m.group(2)), 1)
-        return max(parse_time_limit(value) * 60, 1)
-    except Exception:
-        raise ConfigError(f"{where}: bad {key}={value}") from None
-
-
-def _gather_frequency(value: str, where: str) -> int:
-    """JobAcctGatherFrequency=30 or task=30[,energy=..,network=..]: the task sampling interval
-    in seconds (0 = only at the end, as in Slurm). Other kinds are not sampled here."""
-    for item in filter(None, (v.strip() for v in value.split(","))):
-        kind, eq, n = item.rpartition("=")
-        if (kind or "task").lower() == "task":
-            return _int(n, "JobAcctGatherFrequency", where)
-    return 30
-
-
-def _yes_no(value: str, key: str, where: str) -> bool:
-    v = value.strip().lower()
-    if v not in ("yes", "no", "1", "0"):
-        raise ConfigError(f"{where}: {key}={value}: expected YES or NO")
-    return v in ("yes", "1")
-
-
 def _options(cfg: Config, value: str, known: dict[str, str], key: str, where: str) -> None:
     """Key=opt=value,opt=value (AuthInfo, TLSParameters): each option to its Config field."""
     for item in filter(None, value.split(",")):
@@ -615,34 +469,6 @@ def _partition_line(cfg: Config, pairs, where: str) -> None:
 
 
 PREEMPT_TYPES = ("preempt/none", "preempt/partition_prio", "preempt/qos")
-PREEMPT_MODES = ("OFF", "CANCEL", "REQUEUE")
-
-
-def _names(value: str) -> list[str]:
-    """AllowAccounts=a,b -> ['a', 'b']; ALL -> [] (no restriction)."""
-    names = [v for v in value.split(",") if v]
-    return [] if names in ([], ["ALL"]) else names
-
-
-def _preempt_mode(value: str, where: str) -> str:
-    mode = value.split(",")[0].upper()  # GANG and SUSPEND are not offered
-    if mode not in PREEMPT_MODES:
-        raise ConfigError(f"{where}: unsupported PreemptMode={value}; valid: {', '.join(PREEMPT_MODES)}")
-    return mode
-
-
-def _seconds(value: str, key: str, where: str) -> int:
-    """GraceTime=30 (seconds) or PreemptExemptTime=00:05:00 (a Slurm time)."""
-    if value.isdigit():
-        return int(value)
-    try:
-        return parse_time_limit(value) * 60 if ":" in value or "-" in value else int(value)
-    except Exception:
-        raise ConfigError(f"{where}: bad {key}={value}") from None
-
-
-def _limit(value: str, key: str, where: str) -> int:
-    return UNLIMITED if value.upper() in ("UNLIMITED", "-1") else _int(value, key, where)
 
 
 def _qos_line(cfg: Config, pairs, where: str) -> None:

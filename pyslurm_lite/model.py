@@ -77,6 +77,9 @@ class Reason(str, Enum):
     RESERVATION = "Reservation"  # its --reservation has not begun yet
     RESERVED_MAINT = "ReqNodeNotAvail, Reserved for maintenance"
     DEADLINE = "DeadLine"  # ended: it could no longer finish before its --deadline
+    # AccountingStorageEnforce=associations: its (account, user) association was deleted while
+    # it waited (Slurm's FAIL_ACCOUNT); it stays pending until it is added back or the job moved
+    INVALID_ACCOUNT = "InvalidAccount"
     # accounting limits (AccountingStorageEnforce=limits; sched/limits.py), Slurm's names
     ASSOC_GRP_CPU = "AssocGrpCpuLimit"
     ASSOC_GRP_MEM = "AssocGrpMemLimit"

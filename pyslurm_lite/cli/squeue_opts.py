@@ -21,7 +21,7 @@ DEFAULT_SORT = "P,t,-p"  # partition, state, priority (descending): squeue's sor
 # --Format name (lower case) -> (field key, header). Keys are FIELDS' %-letters, or the extra
 # fields below that have no letter.
 LONG = {
-    "account": ("a", "ACCOUNT"), "arrayjobid": ("F", "ARRAY_JOB_ID"),
+    "account": ("a", "ACCOUNT"), "admincomment": ("admin", "ADMIN_COMMENT"), "arrayjobid": ("F", "ARRAY_JOB_ID"),
     "arraytaskid": ("K", "ARRAY_TASK_ID"), "batchhost": ("B", "EXEC_HOST"),
     "command": ("o", "COMMAND"), "comment": ("k", "COMMENT"), "contiguous": ("O", "CONTIGUOUS"),
     "cpus-per-task": ("c", "CPUS_PER_TASK"), "cpuspertask": ("c", "CPUS_PER_TASK"),
@@ -59,6 +59,7 @@ EXTRA = {  # fields with no %-letter
     "stderr": lambda j, now: j.spec.std_err or j.spec.std_out or "slurm-%j.out",
     "stdin": lambda j, now: j.spec.std_in or "/dev/null",
     "batch": lambda j, now: str(int(j.spec.batch)),
+    "admin": lambda j, now: j.admin_comment or "(null)",  # e.g. the idle-GPU flag
     "pending": lambda j, now: str(int(max((j.start_time or now) - j.submit_time, 0))
                                   if j.state == "PENDING" or j.start_time else "0"),
 }

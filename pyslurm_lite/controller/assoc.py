@@ -25,6 +25,9 @@ log = logging.getLogger("pyslurm_lite.controller.assoc")
 ROOT = "root"
 ROOT_QOS = ("normal",)  # root's QOS list when none was set (as a fresh slurmdbd's)
 NORMAL = "normal"
+UNENFORCED = ("the accounting database has accounts but AccountingStorageEnforce lacks "
+              "associations: jobs may name any account (-A), and those whose (account, user) is "
+              "no association are charged and ranked under the user's default association")
 
 
 class Accounts:
@@ -37,6 +40,7 @@ class Accounts:
         self.version = 0  # bumped by every change; caches key on it
         self._tree: tuple[int, AssocTree] | None = None  # (version, tree)
         self._load()
+        self._warn_unenforced()
 
     # ---- start-up ------------------------------------------------------------------------------
     def _load(self) -> None:
@@ -87,6 +91,13 @@ class Accounts:
         self.version += 1
         # a new dict, swapped in whole: a pass that holds the old one keeps a consistent view
         self.cfg.qos = dict(self.qos)
+
+    def _warn_unenforced(self) -> None:
+        """Accounts are set up but nothing makes jobs use them: say so once, at start."""
+        if "associations" in self.cfg.accounting_storage_enforce:
+            return
+        if any(not a.user and a.account != ROOT for a in self.assocs.values()):
+            log.warning(UNENFORCED)
 
     # ---- lookups -------------------------------------------------------------------------------
     def tree(self) -> AssocTree:

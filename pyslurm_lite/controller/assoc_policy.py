@@ -9,12 +9,17 @@
                 specification".
   limits        MaxSubmitJobs at submit ("Job violates accounting/QOS policy ..."); the rest by
                 the scheduler (sched/limits.py), from the AssocLimits built here.
+A job that enters the queue otherwise is checked the same way (job_mgr): scontrol update
+Account=/QOS= runs the submit limits of where it goes, requeueing an ended job runs admit and
+the submit limits. With associations enforced the scheduler gets the set of associations too,
+and a job whose own is gone waits with InvalidAccount.
 
 Pure apart from reading the Accounts it is given; callers hold the state lock when counting.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 
 from ..errors import InvalidRequest, PermissionDenied
@@ -77,20 +82,25 @@ class LimitsCache:
     summed each pass, and only when some association has such a limit."""
 
     def __init__(self):
-        self._version = -1
+        self._version: tuple = ()
         self._base = AssocLimits()
         self._mins_levels: set[tuple[str, str]] = set()
 
     def view(self, accounts: Accounts, enforce, usage: dict) -> AssocLimits | None:
-        if "limits" not in enforce:
+        limits, assocs = "limits" in enforce, "associations" in enforce
+        if not limits and not assocs:
             return None
-        version = accounts.version  # read first: a change made while building is seen next time
+        # read first: a change made while building is seen next time
+        version = (accounts.version, limits, assocs)
         if version != self._version:
-            self._base, self._mins_levels = _build(accounts)
+            self._base, self._mins_levels = _build(accounts) if limits else (AssocLimits(), set())
+            if assocs:
+                self._base = dataclasses.replace(self._base, assocs=frozenset(
+                    key for key, a in accounts.assocs.items() if a.user))
             self._version = version
         if not self._mins_levels or not usage:
             return self._base
-        return AssocLimits(self._base.grp, self._base.max, _used_mins(accounts, usage, self._mins_levels))
+        return dataclasses.replace(self._base, used_mins=_used_mins(accounts, usage, self._mins_levels))
 
 
 def _build(accounts: Accounts) -> tuple[AssocLimits, set]:

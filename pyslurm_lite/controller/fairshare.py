@@ -20,8 +20,11 @@ the path and EffectvUsage = NormUsage + (parent's EffectvUsage - NormUsage) x Ra
 siblings' RawShares: physics 0.6 + (1 - 0.6) x 3/4 = 0.9, and p, alone in it, the same: 0.9 over
 0.75 -> 0.435; bio 0.4 + (1 - 0.4) x 1/4 = 0.55, b the same: 0.55 over 0.25 -> 0.218.
 
-Without accounts beyond root (no sacctmgr yet), the accounts seen in usage and jobs hang under
-root with as many RawShares as they have users, each user RawShares 1: users equal.
+Jobs are charged and ranked under their association, or, when their (account, user) is none
+(AccountingStorageEnforce without associations lets a job name any account), under the user's
+default association, else under root (assoc_key). Without accounts beyond root (no sacctmgr
+yet) that is every user under root, each with RawShares 1: users equal. Usage recorded under
+other keys (before this rule) hangs under its account, made under root if it is gone.
 """
 
 from __future__ import annotations
@@ -92,8 +95,18 @@ def effective_tree(tree: AssocTree | None, keys) -> AssocTree:
 
 
 def assoc_key(tree: AssocTree | None, account: str, user: str) -> tuple[str, str]:
-    """The association a job of `user` under `account` ("" = the user's default) charges."""
-    return (account or (tree.default_account.get(user, ROOT) if tree else ROOT), user)
+    """The association a job of `user` under `account` ("" = the user's default) charges and
+    is ranked by: (account, user) when that is an association, else the user's default
+    association, else the user under root. Without AccountingStorageEnforce=associations a
+    job may name any account; were a pair that is no association charged as itself, naming a
+    fresh -A would start the user again from zero usage (fair share reset at will)."""
+    assocs = tree.assocs if tree is not None else {}
+    if account and (account, user) in assocs:
+        return (account, user)
+    default = tree.default_account.get(user, "") if tree is not None else ""
+    if default and (default, user) in assocs:
+        return (default, user)
+    return (ROOT, user)
 
 
 def _build(tree: AssocTree, usage: dict[tuple[str, str], float]) -> _Node:

@@ -7,7 +7,9 @@ Worked example (IdleGPUThreshold=5 IdleGPUTime=20, JobAcctGatherFrequency=2): jo
 GPU and sleeps. Its agent reports gpu_util 0 every 2 s. At 18:02:03 the controller first sees it
 under 5% and notes that time; a sample at 3% keeps the watch, one at 40% would end it (the job is
 busy: never flagged for that stretch). At 18:02:23, 20 s on, AdminComment becomes
-"IdleGPU: 1 GPU(s) under 5% for 20 s since 2026-12-01T18:02:03".
+"IdleGPU: 1 GPU(s) under 5% for 20 s since 2026-12-01T18:02:03 (run 0)". The flag names the run
+(Slurm's restart count): a requeued job is a new run and is watched again, so an owner who
+requeues a job the action ended is flagged, and acted on, again.
 
 Owns: the decision (`assess`, pure, the time an argument) and its application under the state
 lock (`IdleGpuMonitor.run_once`). Must not: measure anything (agents sample; node_mgr stores
@@ -17,6 +19,7 @@ their samples in Job.usage).
 from __future__ import annotations
 
 import logging
+import re
 import time
 
 from ..model import Job, JobState, UsageSample
@@ -25,7 +28,9 @@ from .job_mgr import Effects, JobFilter
 
 log = logging.getLogger("pyslurm_lite.controller.idle_gpu")
 
-MARK = "IdleGPU:"  # how AdminComment says a job was flagged (also: it is flagged only once)
+MARK = "IdleGPU:"  # how AdminComment says a job was flagged
+# the runs a job's AdminComment says were flagged; a flag without "(run N)" is older: run 0
+FLAGGED_RUN = re.compile(re.escape(MARK) + r"[^;]*?(?:\(run (\d+)\))?(?:;|$)")
 STALE_PERIODS = 3  # samples older than this many gather periods (+ STALE_GRACE) decide nothing
 STALE_GRACE = 10.0  # seconds
 OPERATOR = Caller(uid=0, user="root", operator=True)  # the controller acting on its own
@@ -55,9 +60,19 @@ def assess(samples: list[UsageSample], since: float | None, now: float, threshol
     return since, now - since >= idle_time
 
 
-def flag_text(gpus: int, threshold: float, idle_time: float, since: float) -> str:
+def flag_text(gpus: int, threshold: float, idle_time: float, since: float, run: int = 0) -> str:
     stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(since))
-    return f"{MARK} {gpus} GPU(s) under {threshold:g}% for {idle_time:g} s since {stamp}"
+    return (f"{MARK} {gpus} GPU(s) under {threshold:g}% for {idle_time:g} s since {stamp} "
+            f"(run {run})")
+
+
+def flagged_runs(admin_comment: str) -> set[int]:
+    return {int(m.group(1) or 0) for m in FLAGGED_RUN.finditer(admin_comment)}
+
+
+def flagged_this_run(job: Job) -> bool:
+    """Each run is flagged once: the flag is tied to the run it was made in, not the job."""
+    return MARK in job.admin_comment and job.restart_count in flagged_runs(job.admin_comment)
 
 
 def job_gpus(job: Job) -> int:
@@ -78,7 +93,7 @@ class IdleGpuMonitor:
             return effects
         with self.s.lock:
             running = [j for j in self.s.active_jobs() if j.state == JobState.RUNNING
-                       and job_gpus(j) and MARK not in j.admin_comment]
+                       and job_gpus(j) and not flagged_this_run(j)]
             flagged = [j for j in running if self._check(j, now)]
             self.watch = {k: v for k, v in self.watch.items()
                           if k in {(j.job_id, j.restart_count) for j in running}}
@@ -102,7 +117,8 @@ class IdleGpuMonitor:
         Callers hold the state lock."""
         cfg = self.s.cfg
         text = flag_text(job_gpus(job), cfg.idle_gpu_threshold, cfg.idle_gpu_time,
-                         self.watch.pop((job.job_id, job.restart_count), now))
+                         self.watch.pop((job.job_id, job.restart_count), now),
+                         job.restart_count)
         job.admin_comment = f"{job.admin_comment}; {text}" if job.admin_comment else text
         action = cfg.idle_gpu_action
         log.warning("job %s: %s (IdleGPUAction=%s)", job.job_id, text, action)
@@ -116,5 +132,12 @@ class IdleGpuMonitor:
             self.s.save([job])
             self.s.changed.set()
         elif action in ("cancel", "requeue"):  # a job that may not be requeued is cancelled
-            effects.extend(self.jobs.cancel(JobFilter(job_ids=[job.job_id]), OPERATOR)[2])
+            effects.extend(self.jobs.cancel(only(job), OPERATOR)[2])
         return effects
+
+
+def only(job: Job) -> JobFilter:
+    """This job alone: an array's first task has the array's id, which names every task."""
+    if job.array_job_id:
+        return JobFilter(array_tasks=[f"{job.array_job_id}_{job.array_task_id}"])
+    return JobFilter(job_ids=[job.job_id])

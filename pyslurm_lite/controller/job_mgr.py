@@ -98,15 +98,42 @@ class JobManager:
                                                  operator=allowed("negative_nice", caller))))
         return self._accept(checked, caller)
 
-    def _active_counts(self) -> dict[tuple[str, str], int]:
-        """Jobs held now, by (user, QOS): only when some QOS limits submissions per user."""
+    def _active_counts(self, skip: int = 0) -> dict[tuple[str, str], int]:
+        """Jobs held now, by (user, QOS), job `skip` left out: only when some QOS limits
+        submissions per user."""
         if all(q.max_submit_jobs_per_user < 0 for q in self.s.cfg.qos.values()):
             return {}
         counts: dict[tuple[str, str], int] = {}
         for job in self.s.active_jobs():
+            if job.job_id == skip:
+                continue
             key = (job.spec.user, job.spec.qos or "normal")
             counts[key] = counts.get(key, 0) + 1
         return counts
+
+    def _check_submit(self, spec: JobSpec, job_id: int) -> None:
+        """The submit limits (MaxJobCount, MaxSubmitJobsPerUser of the QOS, MaxSubmitJobs of
+        the association) for job `job_id` entering the queue as `spec`: it is not counted
+        among the jobs held, since it leaves wherever it was. Callers hold the lock."""
+        def others():
+            return [j for j in self.s.active_jobs() if j.job_id != job_id]
+        held = len(self.s.active) - (job_id in self.s.active)
+        check_job_counts(self.s.cfg, [spec], held, self._active_counts(skip=job_id), spec.user)
+        check_submit_limits(self.s.accounts, self.s.cfg.accounting_storage_enforce, [spec], others)
+
+    def _check_move(self, job: Job, new: Job) -> None:
+        """scontrol update Account=/QOS=: a move is a submission to the new association and
+        QOS (else a user at MaxSubmitJobs there could submit elsewhere and move the jobs)."""
+        self._check_submit(new.spec, job.job_id)
+
+    def _readmit(self, job: Job) -> None:
+        """Requeueing an ended job queues it again: the association and QOS it names are
+        checked, and the submit limits, as for a submission (its association may have been
+        deleted, or its limits lowered, since it ran)."""
+        spec = dataclasses.replace(job.spec, environment={}, script="")
+        admit(self.s.accounts, self.s.cfg.accounting_storage_enforce, spec)
+        self._check_submit(spec, job.job_id)
+        job.spec.account, job.spec.qos = spec.account, spec.qos
 
     def _accept(self, checked: list, caller: Caller, array=None) -> list[int]:
         """Checked (spec, partition, time limit) triples become jobs: ids, commit, visible."""
@@ -275,7 +302,7 @@ class JobManager:
     def _change(self, job: Job, changes: dict[str, str], caller: Caller) -> None:
         from . import job_update
         ctx = job_update.Context(self.s.cfg, caller.operator, self.s.clock(), self.s.reservations,
-                                 self.s.accounts)
+                                 self.s.accounts, check_move=self._check_move)
         job_update.apply(job, changes, ctx)
         if job.state == JobState.PENDING and job.reason in (Reason.DEPENDENCY, Reason.DEPENDENCY_NEVER,
                                                             Reason.BEGIN_TIME):
@@ -301,6 +328,8 @@ class JobManager:
         elif action in ("requeue", "requeuehold"):
             if job.state == JobState.PENDING:
                 raise StaleState("Job is pending execution")
+            if job.state.is_final:  # a running job is held already; an ended one is queued anew
+                self._readmit(job)
             effects.signals += self.requeue(job, hold=action == "requeuehold")
         else:
             raise InvalidRequest(f"unknown job update '{action}'")

@@ -6,7 +6,9 @@ Rules, as slurmctld's _update_job (22.05):
     Nice        a negative value is an operator's
     Partition, NumNodes, QOS, Account, Dependency, StartTime, MinMemoryNode, Features, ReqNodeList,
     ExcNodeList: the job must be pending ("Job is no longer pending execution"); QOS and
-                Account are checked against its association as at submit (assoc_policy)
+                Account are checked against its association as at submit (assoc_policy), and
+                against the submit limits of where it goes (MaxSubmitJobs of the association,
+                MaxSubmitJobsPerUser of the QOS), the job itself not counted there
     Name, Comment, TimeLimit, Nice, ArrayTaskThrottle, Priority: pending or running
     Priority    an operator sets any value, kept from then on (multifactor leaves it); the
                 owner may only lower it, and is told "Changes to job priority are not
@@ -73,6 +75,9 @@ class Context:
     now: float
     reservations: dict
     accounts: object = None  # assoc.Accounts: Account= and QOS= checked against associations
+    # check_move(job, changed): the submit limits of the association and QOS the job moves to
+    # (MaxSubmitJobs, MaxSubmitJobsPerUser), counted by the caller, who holds the jobs
+    check_move: object = None
 
 
 def apply(job: Job, changes: dict[str, str], ctx: Context) -> list[str]:
@@ -92,6 +97,9 @@ def apply(job: Job, changes: dict[str, str], ctx: Context) -> list[str]:
         _SETTERS[name](new, value.strip(), ctx)
     if PENDING_ONLY & set(changes):
         _revalidate(new, ctx)
+        moved = (new.spec.account, new.spec.qos) != (job.spec.account, job.spec.qos)
+        if moved and ctx.check_move is not None:
+            ctx.check_move(job, new)
     elif "TimeLimit" in changes and not ctx.operator:
         _check_max_time(new, ctx)
     _copy_back(job, new)

@@ -22,11 +22,19 @@ Everything is exposed by the official prometheus-client library, never written b
                                                          from the agents' usage samples
   pyslurm_lite_jobs_gpu_idle, pyslurm_lite_job_gpu_idle{job_id,...}   IdleGPU flags
   pyslurm_lite_account_usage_tres_minutes{account,user,tres}          fair-share usage
+
+The endpoint takes no authentication (Prometheus sends none): with PrivateData=jobs no family
+names a user, an account or a job (jobs{state,partition}, GPUs and usage as totals, GPU use per
+node). It binds where SlurmctldHost says, the address the controller serves gRPC on: the
+cluster's network already reaches that one and nothing else.
 """
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import logging
+import threading
 import time
 from collections import Counter
 from typing import NamedTuple
@@ -37,8 +45,8 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from ..metrics_http import serve
-from ..model import Job, JobState, Node
-from .idle_gpu import MARK as IDLE_GPU_MARK  # how AdminComment says a job was flagged
+from ..model import Job, JobState, Node, Reason
+from .idle_gpu import flagged_this_run  # AdminComment says this run was flagged
 
 log = logging.getLogger("pyslurm_lite.controller.metrics")
 
@@ -67,9 +75,9 @@ class ControllerMetrics:
             f"{PREFIX}_rpc_duration_seconds", "Time the controller took to answer a gRPC call, "
             "by method (authentication included)", ["method"], buckets=RPC_BUCKETS,
             registry=self.registry)
-        self.registry.register(StateCollector(state))
-        state.diag.pass_observers.append(self.observe_pass)
         self.private_jobs = "jobs" in state.cfg.private_data
+        self.registry.register(StateCollector(state, private=self.private_jobs))
+        state.diag.pass_observers.append(self.observe_pass)
         self.httpd = None
 
     def observe_pass(self, seconds: float, event: bool) -> None:
@@ -81,10 +89,9 @@ class ControllerMetrics:
     def serve(self, addr: str, port: int) -> int:
         """Listen on addr:port (a daemon thread); the port bound."""
         self.httpd = serve(self.registry, addr, port, "MetricsPort")
-        if self.private_jobs:  # Prometheus has no user to check: say so rather than leak quietly
-            log.warning("MetricsPort=%d: /metrics takes no authentication and shows job counts "
-                        "and GPU use per user and account; PrivateData=jobs does not apply to it",
-                        port)
+        if self.private_jobs:  # Prometheus has no user to check: the figures are aggregated
+            log.info("MetricsPort=%d: PrivateData=jobs: /metrics names no user, account or job",
+                     port)
         return self.httpd.server_address[1]
 
     def close(self) -> None:
@@ -126,61 +133,121 @@ def node_state(node: Node) -> str:
     return "allocated" if base == "allocated" else base
 
 
-def _labels(job: Job) -> tuple[str, str]:
-    return job.spec.user, job.spec.account
+class JobRow(NamedTuple):
+    """What the families need of one job, copied under the lock (jobs change in place)."""
+    job_id: int
+    state: JobState
+    partition: str
+    user: str
+    account: str
+    reason: Reason  # squeue's %r, read of pending jobs only
+    gpus: int  # held, when running
+    idle: bool  # flagged for idle GPUs, when running
+    samples: tuple = ()  # (step, node, gpu_util, gpu_mem) of the current run's GPU steps
+
+    @classmethod
+    def of(cls, j: Job) -> "JobRow":
+        if j.state is not JobState.RUNNING:  # most jobs: nothing but their labels to copy
+            return cls(j.job_id, j.state, j.partition or j.spec.partition, j.spec.user,
+                       j.spec.account, j.reason, 0, False)
+        return cls(j.job_id, j.state, j.partition or j.spec.partition, j.spec.user,
+                   j.spec.account, j.reason, sum(len(a.gpus) for a in j.allocations),
+                   flagged_this_run(j),
+                   tuple((u.step, u.node, u.gpu_util, u.gpu_mem) for u in j.usage
+                         if u.gpus and u.restart_count == j.restart_count))
+
+
+CACHE_SECONDS = 2.0  # a scrape flood costs one build (and one hold of the lock) per period
+
+
+@contextlib.contextmanager
+def gc_paused():
+    """No automatic garbage collection for the copy: the 10k tuples it makes would set one off,
+    and a full one walks the controller's whole heap while the lock is held (it runs after)."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 class StateCollector(Collector):
-    """Reads the controller's state at scrape time: one copy under the lock, families after."""
+    """Reads the controller's state at scrape time: one pass under the lock copying small
+    tuples, the families built after it, and kept CACHE_SECONDS for the scrapes that follow.
+    With private (PrivateData=jobs) no family names a user, an account or a job: /metrics
+    takes no authentication, so it shows only what anyone may see under PrivateData=jobs."""
 
-    def __init__(self, state):
-        self.state = state
+    def __init__(self, state, private: bool = False, clock=time.monotonic):
+        self.state, self.private, self.clock = state, private, clock
+        self.built_at, self.families = None, []
+        self.building = threading.Lock()  # concurrent scrapes wait for one build, not make many
 
     def describe(self):
         return []  # names are only known from a scrape; never collect() at registration
 
+    def forget(self) -> None:
+        """The next scrape builds afresh (bench/bench_metrics.py times builds)."""
+        self.built_at = None
+
     def collect(self):
+        with self.building:
+            now = self.clock()
+            if self.built_at is None or now - self.built_at >= CACHE_SECONDS:
+                self.families = []  # freed before the copy: less heap for a collection to walk
+                self.families, self.built_at = self.build(), now
+            return self.families
+
+    def build(self) -> list:
         s = self.state
-        # Built under the lock: jobs change in place (usage, allocations), and counting even
-        # 10k of them takes milliseconds, less than one scheduling pass.
-        with s.lock:
-            jobs = list(s.jobs.values())
-            families = [*job_families(jobs), *node_families([NodeRow.of(n) for n in s.nodes.values()]),
-                        *gpu_usage_families([j for j in jobs if j.state == JobState.RUNNING]),
-                        usage_family(s.assoc_usage)]
-        return families + list(diag_families(s.diag))
+        with s.lock, gc_paused():
+            jobs = [JobRow.of(j) for j in s.jobs.values()]
+            nodes = [NodeRow.of(n) for n in s.nodes.values()]
+            usage = s.assoc_usage  # replaced whole at each publish, never changed in place
+        p = self.private
+        return [*job_families(jobs, p), *node_families(nodes), *gpu_usage_families(jobs, p),
+                usage_family(usage, p), *diag_families(s.diag)]
 
 
-def job_families(jobs: list[Job]):
-    by_state = Counter((j.state.value, j.partition or j.spec.partition, *_labels(j)) for j in jobs)
+def job_families(jobs: list[JobRow], private: bool = False):
+    """Jobs by state, pending ones by reason, GPUs held and idle-GPU flags; per user and
+    account (and job) unless private."""
+    who = [] if private else ["user", "account"]
+    by_state = Counter((j.state.value, j.partition, *_who(j, private)) for j in jobs)
     g = GaugeMetricFamily(f"{PREFIX}_jobs", "Jobs the controller holds, by state (ended jobs "
-                          "until MinJobAge)", labels=["state", "partition", "user", "account"])
+                          "until MinJobAge)", labels=["state", "partition", *who])
     for key, n in sorted(by_state.items()):
         g.add_metric(list(key), n)
     yield g
-    pending = Counter(j.reason.value for j in jobs if j.state == JobState.PENDING)
+    pending = Counter(j.reason.value for j in jobs if j.state is JobState.PENDING)
     g = GaugeMetricFamily(f"{PREFIX}_jobs_pending", "Pending jobs by reason (squeue's %r)",
                           labels=["reason"])
     for reason, n in sorted(pending.items()):
         g.add_metric([reason], n)
     yield g
-    running = [j for j in jobs if j.state == JobState.RUNNING]
+    running = [j for j in jobs if j.state is JobState.RUNNING]
     gpus = Counter()
     for j in running:
-        gpus[_labels(j)] += sum(len(a.gpus) for a in j.allocations)
+        gpus[_who(j, private)] += j.gpus
     g = GaugeMetricFamily(f"{PREFIX}_user_gpus_allocated", "GPUs held by running jobs, per "
-                          "user and account", labels=["user", "account"])
+                          "user and account (all of them under PrivateData=jobs)", labels=who)
     for key, n in sorted(gpus.items()):
         g.add_metric(list(key), n)
     yield g
-    idle = [j for j in running if IDLE_GPU_MARK in j.admin_comment]
+    idle = [j for j in running if j.idle]
     yield GaugeMetricFamily(f"{PREFIX}_jobs_gpu_idle", "Running jobs flagged for leaving their "
                             "GPUs idle (IdleGPU in AdminComment)", value=len(idle))
-    g = GaugeMetricFamily(f"{PREFIX}_job_gpu_idle", "1 for each running job flagged for idle "
-                          "GPUs", labels=["job_id", "user", "account"])
-    for j in idle:
-        g.add_metric([str(j.job_id), *_labels(j)], 1)
-    yield g
+    if not private:
+        g = GaugeMetricFamily(f"{PREFIX}_job_gpu_idle", "1 for each running job flagged for "
+                              "idle GPUs", labels=["job_id", "user", "account"])
+        for j in idle:
+            g.add_metric([str(j.job_id), j.user, j.account], 1)
+        yield g
+
+
+def _who(j: JobRow, private: bool) -> tuple:
+    return () if private else (j.user, j.account)
 
 
 def diag_families(d):
@@ -241,29 +308,44 @@ def node_families(nodes: list[NodeRow]):
         yield g
 
 
-def gpu_usage_families(running: list[Job]):
-    """The latest sample the agents sent of each step holding GPUs, per node."""
-    labels = ["job_id", "step", "node", "user", "account"]
+def gpu_usage_families(jobs: list[JobRow], private: bool = False):
+    """The latest sample the agents sent of each running step holding GPUs, per node; private:
+    per node only (utilization: the mean over those steps' GPUs, memory: their sum)."""
+    labels = ["node"] if private else ["job_id", "step", "node", "user", "account"]
     util = GaugeMetricFamily(f"{PREFIX}_job_gpu_utilization_percent", "GPU utilization of a "
                              "job step on a node, mean over its GPUs", labels=labels)
     mem = GaugeMetricFamily(f"{PREFIX}_job_gpu_memory_used_bytes", "GPU memory used by a job "
                             "step on a node, over its GPUs", labels=labels)
-    for job in running:
-        for u in job.usage:
-            if u.gpus and u.restart_count == job.restart_count:
-                key = [str(job.job_id), u.step, u.node, *_labels(job)]
-                util.add_metric(key, u.gpu_util)
-                mem.add_metric(key, u.gpu_mem)
+    per_node: dict[str, list] = {}
+    for j in jobs:
+        for step, node, gpu_util, gpu_mem in j.samples:
+            if private:
+                per_node.setdefault(node, []).append((gpu_util, gpu_mem))
+                continue
+            key = [str(j.job_id), step, node, j.user, j.account]
+            util.add_metric(key, gpu_util)
+            mem.add_metric(key, gpu_mem)
+    for node, figures in sorted(per_node.items()):
+        util.add_metric([node], sum(u for u, _ in figures) / len(figures))
+        mem.add_metric([node], sum(m for _, m in figures))
     yield util
     yield mem
 
 
-def usage_family(usage: dict) -> GaugeMetricFamily:
+def usage_family(usage: dict, private: bool = False) -> GaugeMetricFamily:
+    """Fair share's usage per association; private: the cluster's total per TRES."""
     g = GaugeMetricFamily(f"{PREFIX}_account_usage_tres_minutes", "Decayed usage charged to "
                           "each association (fair share's RawUsage), in TRES-minutes; user \"\" "
-                          "is the account's total over everything under it",
-                          labels=["account", "user", "tres"])
+                          "is the account's total over everything under it (the cluster's total "
+                          "per TRES alone under PrivateData=jobs)",
+                          labels=["tres"] if private else ["account", "user", "tres"])
+    totals: Counter = Counter()
     for (account, user), by_tres in sorted(usage.items()):
         for tres, minutes in sorted(by_tres.items()):
-            g.add_metric([account, user, tres], minutes)
+            if not private:
+                g.add_metric([account, user, tres], minutes)
+            elif user:  # user rows only: the account rows sum them again
+                totals[tres] += minutes
+    for tres, minutes in sorted(totals.items()):
+        g.add_metric([tres], minutes)
     return g

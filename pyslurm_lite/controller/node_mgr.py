@@ -22,6 +22,27 @@ log = logging.getLogger("pyslurm_lite.controller.nodes")
 HEARTBEAT_GRACE = 10.0  # seconds a fresh launch may be missing from heartbeats (in flight)
 
 
+# srun steps whose samples a job keeps: job.usage is in every Job message (squeue's replies
+# too), and a job looping over srun would otherwise grow it by one entry per step and node
+MAX_USAGE_STEPS = 64
+
+
+def kept_usage(usage: list[UsageSample], new: UsageSample, restart_count: int) -> list[UsageSample]:
+    """usage with new in place of its (step, node)'s sample, kept in the order samples came
+    (the newest last), so that steps still running, sampled at every heartbeat, stay: the batch
+    step's samples and those of the MAX_USAGE_STEPS steps sampled last; those of earlier runs
+    and of older steps are dropped (sacct then shows those steps without usage)."""
+    out = [x for x in usage if x.restart_count == restart_count
+           and (x.step, x.node) != (new.step, new.node)] + [new]
+    recent: set[str] = set()
+    for x in reversed(out):
+        if x.step != "batch" and x.step not in recent:
+            if len(recent) == MAX_USAGE_STEPS:
+                return [x for x in out if x.step == "batch" or x.step in recent]
+            recent.add(x.step)
+    return out
+
+
 class NodeManager:
     def __init__(self, state: ClusterState, jobs: JobManager):
         self.s = state
@@ -170,8 +191,9 @@ class NodeManager:
         return False, Effects(signals=signals)
 
     def record_usage(self, name: str, samples: list[UsageSample], final: bool = False) -> None:
-        """Agents' samples of their steps: the latest per (step, node) is kept in job.usage,
-        in memory only (a job is committed with its usage when it ends, so a restart loses at
+        """Agents' samples of their steps: the latest per (step, node) is kept in job.usage
+        (the batch step's and the MAX_USAGE_STEPS last sampled steps', see kept_usage), in
+        memory only (a job is committed with its usage when it ends, so a restart loses at
         most the samples since). A sample of an earlier run of the job is dropped; so is a
         heartbeat's of a job that has ended. Final samples of a job that already ended (its
         ending was reported first, at a registration) are committed at once."""
@@ -184,8 +206,7 @@ class NodeManager:
                 if job.state.is_final and not final:
                     continue
                 u.node = name  # the agent that sent it, whatever the sample says
-                job.usage = [x for x in job.usage if x.restart_count == job.restart_count
-                             and (x.step, x.node) != (u.step, name)] + [u]
+                job.usage = kept_usage(job.usage, u, job.restart_count)
                 self.s.touch_listing(job)  # squeue/sstat's cached copy of the job is stale
                 if job.state.is_final and job not in ended:
                     ended.append(job)

@@ -20,8 +20,10 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import re
 import threading
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 from .. import mailtypes
 from ..errors import InvalidRequest
@@ -31,6 +33,13 @@ log = logging.getLogger("pyslurm_lite.controller.notify")
 
 WEBHOOK_SCHEMES = ("http://", "https://")
 MAX_MAIL_USER = 256  # characters
+# One recipient of a comma-separated --mail-user list: a user name or a plain address. MailProg
+# runs as the controller's user with it as an argument, so nothing a mail program could read as
+# an option (-), a pipe (|), a file (/) or a shell escape (!) may get through.
+MAIL_ADDRESS = re.compile(r"[A-Za-z0-9._%+=][A-Za-z0-9._%+=-]*(@[A-Za-z0-9][A-Za-z0-9.-]*)?")
+DEFAULT_PORTS = {"http": 80, "https": 443}
+RECIPIENTS = (" (user names or addresses, comma-separated; none may start with '-', '|', '/' or "
+              "'!', nor hold spaces)")
 
 
 @dataclass(frozen=True)
@@ -46,22 +55,72 @@ class Seen:
 def screen_mail(cfg, spec: JobSpec) -> None:
     """Check --mail-type and --mail-user (the client may be any program) and give the job its
     default recipient, its user (@MailDomain), as slurmctld does at submit. A webhook URL must
-    start with one of WebhookAllowedURLs: the controller does not POST wherever a user says."""
+    be under one of WebhookAllowedURLs: the controller does not POST wherever a user says. Mail
+    recipients must be plain: MailProg runs as the controller's user with them as arguments."""
     spec.mail_type = mailtypes.parse(spec.mail_type) if spec.mail_type else ""
     user = spec.mail_user.strip()
     if len(user) > MAX_MAIL_USER or any(c.isspace() or ord(c) < 32 for c in user):
-        raise InvalidRequest(f"Invalid --mail-user specification: {user[:64]!r}")
+        raise InvalidRequest(f"Invalid --mail-user specification: {user[:64]!r}{RECIPIENTS}")
     if user.lower().startswith(WEBHOOK_SCHEMES):
-        allowed = allowed_webhooks(cfg)
-        if not any(user.startswith(prefix) for prefix in allowed):
+        if not webhook_allowed(user, cfg):
+            allowed = [e for e in (p.strip() for p in cfg.webhook_allowed_urls.split(",")) if e]
             raise InvalidRequest(
-                f"--mail-user={user}: a webhook must start with one of WebhookAllowedURLs "
+                f"--mail-user={user}: a webhook must be under one of WebhookAllowedURLs "
                 f"({', '.join(allowed) or 'none are allowed on this cluster'})")
+    elif user and not mail_recipients_ok(user):
+        raise InvalidRequest(f"Invalid --mail-user specification: {user[:64]!r}{RECIPIENTS}")
     spec.mail_user = user or default_recipient(cfg, spec.user)
 
 
-def allowed_webhooks(cfg) -> list[str]:
-    return [p.strip() for p in cfg.webhook_allowed_urls.split(",") if p.strip()]
+def mail_recipients_ok(user: str) -> bool:
+    """Is --mail-user a list of plain recipients (user, user@host), comma-separated as Slurm
+    takes it? The sender asks again before running MailProg (rows queued before this check)."""
+    return bool(user) and all(MAIL_ADDRESS.fullmatch(a) for a in user.split(","))
+
+
+def _url_parts(url: str):
+    """(scheme, host, port, path) of an http(s) URL without userinfo, or None. Dot segments
+    are refused: the allowed path must be the path the server is asked for."""
+    try:
+        u = urlsplit(url.strip())
+        port = u.port
+    except ValueError:
+        return None
+    scheme = u.scheme.lower()
+    if scheme not in DEFAULT_PORTS or not u.hostname or "@" in u.netloc or "\\" in url:
+        return None
+    segments = u.path.split("/")
+    if any(seg.lower() in (".", "..", "%2e", "%2e%2e", ".%2e", "%2e.") for seg in segments):
+        return None
+    return scheme, u.hostname.lower(), port or DEFAULT_PORTS[scheme], u.path or "/"
+
+
+def allowed_webhooks(cfg) -> list[tuple]:
+    """WebhookAllowedURLs as (scheme, host, port, path ending in /); an entry that is no plain
+    http(s) URL allows nothing (logged, so the operator sees why)."""
+    out = []
+    for entry in (p.strip() for p in cfg.webhook_allowed_urls.split(",")):
+        if not entry:
+            continue
+        parts = _url_parts(entry)
+        if parts is None:
+            log.warning("WebhookAllowedURLs entry %r is not a plain http(s) URL: ignored", entry)
+            continue
+        scheme, host, port, path = parts
+        out.append((scheme, host, port, path if path.endswith("/") else path + "/"))
+    return out
+
+
+def webhook_allowed(url: str, cfg) -> bool:
+    """Is url under an allowed entry: the same scheme, host and port exactly, and a path equal
+    to the entry's or below it (a prefix ending at a "/")?"""
+    parts = _url_parts(url)
+    if parts is None:
+        return False
+    scheme, host, port, path = parts
+    return any((scheme, host, port) == (s, h, p) and (path + "/" == prefix
+                                                      or path.startswith(prefix))
+               for s, h, p, prefix in allowed_webhooks(cfg))
 
 
 def default_recipient(cfg, user: str) -> str:

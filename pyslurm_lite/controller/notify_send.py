@@ -14,6 +14,7 @@ other notices, never the scheduler or an RPC. Must not: decide what to send (not
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import hmac
 import json
@@ -31,6 +32,7 @@ from email.message import EmailMessage
 from email.policy import SMTP as _SMTP
 
 from ..errors import ConfigError
+from .notify import mail_recipients_ok, webhook_allowed
 
 log = logging.getLogger("pyslurm_lite.controller.notify")
 
@@ -61,26 +63,58 @@ class DeliveryError(Exception):
     """One try failed; the notice is retried later."""
 
 
+class Refused(Exception):
+    """A notice whose target may not be used (queued before today's checks, or the allow-list
+    changed since): dropped, never tried."""
+
+
 def load_webhook_secret(cfg) -> bytes:
     """WebhookSecretFile's key, or b"" when none is set. It signs what the cluster says, so a
-    file others could read or replace is refused (ConfigError at start): owned by root or the
-    controller's user, no group or other access."""
+    file others could read or replace is refused (ConfigError at start): a regular file, not a
+    symlink, owned by root or the controller's user, no group or other access, in a directory
+    only they can change. Checked on the open file (fstat), so it cannot be swapped between
+    the check and the read."""
     path = cfg.webhook_secret_file
     if not path:
         return b""
     try:
-        st = os.stat(path)
-        data = open(path, "rb").read().strip()
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as e:
-        raise ConfigError(f"WebhookSecretFile={path}: {e.strerror}") from None
-    if st.st_uid not in (0, os.geteuid()):
+        why = "a symbolic link is not accepted" if e.errno == errno.ELOOP else e.strerror
+        raise ConfigError(f"WebhookSecretFile={path}: {why}") from None
+    with os.fdopen(fd, "rb") as f:
+        _check_secret_owner(path, os.fstat(f.fileno()))
+        _check_secret_dir(path)
+        data = f.read(65536).strip()
+    if not data:
+        raise ConfigError(f"WebhookSecretFile={path} is empty")
+    return data
+
+
+def _trusted(uid: int) -> bool:
+    return uid in (0, os.geteuid())
+
+
+def _check_secret_owner(path: str, st: os.stat_result) -> None:
+    if not stat.S_ISREG(st.st_mode):
+        raise ConfigError(f"WebhookSecretFile={path} is not a regular file")
+    if not _trusted(st.st_uid):
         raise ConfigError(f"WebhookSecretFile={path} must be owned by root (owner uid {st.st_uid})")
     if st.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
         raise ConfigError(f"WebhookSecretFile={path} must not be readable or writable by group "
                           f"or others (mode {stat.S_IMODE(st.st_mode):04o}); chmod 600 it")
-    if not data:
-        raise ConfigError(f"WebhookSecretFile={path} is empty")
-    return data
+
+
+def _check_secret_dir(path: str) -> None:
+    """Whoever may change the file's directory may replace the file: root or the controller's
+    user only (a sticky directory such as /tmp, owned by root, lets nobody else rename it)."""
+    parent = os.path.dirname(os.path.abspath(path))
+    st = os.stat(parent)
+    writable = st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+    if not _trusted(st.st_uid) or (writable and not st.st_mode & stat.S_ISVTX):
+        raise ConfigError(f"WebhookSecretFile={path}: its directory {parent} must be owned by "
+                          f"root and writable by nobody else (owner uid {st.st_uid}, mode "
+                          f"{stat.S_IMODE(st.st_mode):04o})")
 
 
 def sign(secret: bytes, body: bytes) -> str:
@@ -107,6 +141,10 @@ class Sender:
         for row in self.store.due_outbox(now):
             try:
                 self.deliver(row)
+            except Refused as e:
+                log.error("notification %s dropped: %s", row["key"], e)
+                self.store.outbox_sent(row["id"], now)  # done with; pruned as sent ones
+                continue
             except DeliveryError as e:
                 if now - row["created"] > GIVE_UP:  # e.g. an address no server takes
                     log.error("notification %s to %s dropped after %d tries: %s", row["key"],
@@ -139,6 +177,7 @@ class Sender:
     def deliver(self, row: dict) -> None:
         payload = json.loads(row["payload"])
         channel = row["channel"]
+        self.screen(channel, row["target"])
         if channel == "mail":
             self._mail_prog(row["target"], payload)
         elif channel == "smtp":
@@ -147,6 +186,15 @@ class Sender:
             self._webhook(row["target"], payload)
         else:
             raise DeliveryError(f"unknown channel {channel}")
+
+    def screen(self, channel: str, target: str) -> None:
+        """The submit-time checks again, just before use: a row may be older than them, and
+        MailProg runs with the controller's rights (a recipient "-..." would be its option)."""
+        if channel in ("mail", "smtp") and not mail_recipients_ok(target):
+            raise Refused(f"recipient {target[:64]!r} is not a plain address list: not sent")
+        if channel == "webhook" and target != self.cfg.webhook_url \
+                and not webhook_allowed(target, self.cfg):
+            raise Refused(f"webhook {target[:128]} is not under WebhookAllowedURLs")
 
     def _mail_prog(self, recipient: str, payload: dict) -> None:
         argv = [self.cfg.mail_prog, "-s", payload["subject"], recipient]

@@ -125,7 +125,10 @@ class PriorityManager:
     def fair_tree(self, now: float, extra_keys=()):
         tree = self._tree()
         raw = self.raw_usage(now)
-        eff = fairshare.effective_tree(tree, set(raw) | set(extra_keys))
+        # the jobs' own (account, user) pairs as they are charged (assoc_key), so an account
+        # that is no association of theirs adds no entry with no usage to rank them by
+        keys = {fairshare.assoc_key(tree, account, user) for account, user in extra_keys}
+        eff = fairshare.effective_tree(tree, set(raw) | keys)
         return tree, fairshare.compute(eff, raw, self.classic)
 
     def recompute_priorities(self, now: float) -> None:

@@ -12,6 +12,9 @@ Two kinds of limit, as Slurm's acct_policy:
                its whole subtree (GrpTRES on running jobs, GrpTRESMins on decayed usage); Max* of
                the nearest association up the tree that sets it (MaxTRES per job, MaxJobs,
                MaxTRESPerUser, MaxWall).
+  existence    (AccountingStorageEnforce=associations): a job whose (account, user) is no
+               association (deleted, or queued before associations were enforced) does not
+               start: it waits with InvalidAccount, as Slurm's, once a pass tries to place it.
 
 Pure: a Tally is built from the snapshot's running jobs, asked `quick_reason(job)` for each
 pending job and `tres_reason(job)` for each job the pass tries to place, and told `add()` for
@@ -57,6 +60,9 @@ class AssocLimits:
     max: dict = field(default_factory=dict)
     # association key -> {tres: TRES-minutes of decayed usage over its subtree}
     used_mins: dict = field(default_factory=dict)
+    # AccountingStorageEnforce=associations: the (account, user) associations a job may start
+    # under (one deleted while its jobs wait holds them: InvalidAccount); None: not enforced
+    assocs: frozenset | None = None
 
     def __bool__(self) -> bool:
         return bool(self.grp or self.max)
@@ -92,7 +98,7 @@ class Tally:
 
     def __init__(self, qos: dict, assoc: AssocLimits | None, running=()):
         self.qos = qos
-        self.assoc = assoc or AssocLimits()
+        self.assoc = assoc if assoc is not None else AssocLimits()
         self.user_jobs: dict[tuple[str, str], int] = {}  # (user, qos) -> running jobs
         self.user_gpus: dict[tuple[str, str], int] = {}  # (user, qos) -> GPUs held
         self.user_tres: dict[tuple[str, str], dict] = {}  # (user, qos) -> TRES (limited QOS only)
@@ -159,6 +165,8 @@ class Tally:
         room = known[1]
         if room is None:
             return None  # no TRES limit anywhere above this job
+        if room is _NO_ASSOC:
+            return Reason.INVALID_ACCOUNT
         cpu, mem, node, gpu, jobs, wall = room
         n = job.num_nodes
         gpus = job.gpus_per_node * n
@@ -170,10 +178,14 @@ class Tally:
 
     def _room_for(self, job) -> tuple | None:
         """(cpu, mem, node, gres/gpu, jobs, max wall) left under every limit of the job's QOS
-        and association tree; None when there is none."""
+        and association tree; None when there is none; _NO_ASSOC when associations are
+        enforced and the job's is gone (checked here, once per (account, user, QOS) and start of
+        the pass, not of every pending job: every start passes through tres_reason)."""
         qos = self.qos.get(job.qos)
         qos_limited = qos is not None and (qos.max_tres_per_job or qos.max_tres_per_user or qos.grp_tres)
         akey = (job.account, job.user)
+        if self.assoc.assocs is not None and akey not in self.assoc.assocs:
+            return _NO_ASSOC
         if not qos_limited and akey not in self.assoc.max and akey not in self.assoc.grp:
             return None
         room = [_INF] * 4
@@ -235,6 +247,7 @@ class Tally:
 
 
 _INF = float("inf")
+_NO_ASSOC = ("no association",)  # _room_for: the job's association is gone (InvalidAccount)
 _INDEX = {"cpu": 0, "mem": 1, "node": 2, "gres/gpu": 3}  # billing: not in a job's TRES yet
 
 

@@ -57,6 +57,15 @@ def controller(cluster) -> list:
     return scrape(ports(cluster)[0])
 
 
+def controller_when(cluster, ok) -> list | None:
+    """A scrape of the controller in which ok(families) holds, within 15 s: the controller
+    renders its families at most once every couple of seconds, so a change shows up later."""
+    def attempt():
+        fams = controller(cluster)
+        return fams if ok(fams) else None
+    return _until(attempt)
+
+
 def agent(cluster, node: str) -> list:
     return scrape(ports(cluster)[1][node])
 
@@ -78,7 +87,9 @@ def test_a_completed_job_moves_the_counters_and_the_histograms(metered, tmp_path
     before = controller(metered)
     job = metered.sbatch("--wrap", "true", cwd=tmp_path)
     assert wait_final(metered, job) == "COMPLETED"
-    after = controller(metered)
+    after = controller_when(metered, lambda fams: total(fams, "pyslurm_lite_jobs_ended_total") >
+                            total(before, "pyslurm_lite_jobs_ended_total"))
+    assert after, "the ended job never reached /metrics"
     for name, labels in (("pyslurm_lite_jobs_ended_total", {"outcome": "completed"}),
                          ("pyslurm_lite_jobs_started_total", {}),
                          ("pyslurm_lite_jobs_submitted_total", {}),
@@ -95,7 +106,9 @@ def test_gpus_held_pending_reasons_and_the_agents_simulated_gpus(metered, tmp_pa
     held = metered.sbatch("-H", "--wrap", "true", cwd=tmp_path)
     try:
         assert wait_state(metered, gpu_job, "RUNNING") == "RUNNING"
-        ctl = controller(metered)
+        ctl = controller_when(metered, lambda fams: total(fams, "pyslurm_lite_user_gpus_allocated",
+                                                          user=ME))
+        assert ctl, "the running job's GPUs never reached /metrics"
         assert total(ctl, "pyslurm_lite_node_gpus_allocated", node="node1") == 2
         assert total(ctl, "pyslurm_lite_node_gpus_allocated", node="node2") == 0
         assert total(ctl, "pyslurm_lite_node_gpus_total") == 8
@@ -176,3 +189,24 @@ def test_down_and_up_again_serves_the_same_ports(metered):
     assert total(controller(metered), "pyslurm_lite_nodes") == 2
     for node in nodes:
         assert total(agent(metered, node), "pyslurm_lite_agent_controller_connected") == 1
+
+
+@pytest.fixture(scope="module")
+def private(tmp_path_factory):
+    yield from configured_cluster(tmp_path_factory, "metrics-private", (1, 1, 1000, 1),
+                                  extra="PrivateData=jobs\n")
+
+
+def test_private_data_jobs_keeps_users_accounts_and_jobs_off_the_endpoint(private, tmp_path):
+    job = private.sbatch("-H", "--gres=gpu:1", "--wrap", "true", cwd=tmp_path)
+    try:
+        fams = controller_when(private, lambda f: total(f, "pyslurm_lite_jobs_pending",
+                                                        reason="JobHeldUser"))
+        assert fams, "the held job never reached /metrics"
+        with urllib.request.urlopen(f"http://127.0.0.1:{ports(private)[0]}/metrics", timeout=10) as r:
+            text = r.read().decode()
+        assert not re.search(r'\b(user|account|job_id)="', text), \
+            [line for line in text.splitlines() if re.search(r'\b(user|account|job_id)="', line)]
+        assert total(fams, "pyslurm_lite_jobs", state="PENDING", partition="main") == 1
+    finally:
+        private.run(["scancel", str(job)])

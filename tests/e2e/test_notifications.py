@@ -143,11 +143,34 @@ def test_a_bad_mail_type_is_refused(cluster):
     assert cluster.run(["squeue", "-h"]).stdout == before
 
 
+@pytest.mark.parametrize("user", ["--exec=!touch /tmp/pwned", "-Sx=y", "|/bin/sh", "/etc/passwd",
+                                  "!id", "someone,-x"])
+def test_a_mail_user_mailprog_could_misread_is_refused(cluster, mail_dir, user):
+    """MailProg runs as the controller's user with --mail-user as its argument: an option, a
+    pipe, a file or a shell escape is refused at submit, and nothing is queued."""
+    before = cluster.run(["squeue", "-h", "-o", "%i"]).stdout
+    r = cluster.run(["sbatch", "--mail-type=BEGIN", f"--mail-user={user}", "--wrap", "true"],
+                    cwd=cluster.dir)
+    assert r.returncode == 1 and r.stdout == "", (r.stdout, r.stderr)
+    assert "Invalid --mail-user specification" in r.stderr and "'-'" in r.stderr, r.stderr
+    assert cluster.run(["squeue", "-h", "-o", "%i"]).stdout == before
+
+
+def test_a_mail_user_list_goes_to_mailprog_as_slurm_passes_it(cluster, mail_dir):
+    j = sbatch(cluster, "--mail-type=END", "--mail-user=someone,other@lab.example", "--wrap", "true")
+    assert wait_final(cluster, j) == "COMPLETED"
+    got = wait_for(lambda: calls(mail_dir, j))
+    assert [c["args"][2] for c in got] == ["someone,other@lab.example"], got
+
+
 def test_a_job_webhook_only_where_the_operator_allows(cluster, hooks):
     port = hooks.server_port
     r = cluster.run(["sbatch", f"--mail-user=http://127.0.0.1:{port}/elsewhere", "--mail-type=END",
                      "--wrap", "true"], cwd=cluster.dir)
     assert r.returncode == 1 and "WebhookAllowedURLs" in r.stderr, r.stderr
+    r = cluster.run(["sbatch", f"--mail-user=http://127.0.0.1:{port}/jobs/../admin",
+                     "--mail-type=END", "--wrap", "true"], cwd=cluster.dir)
+    assert r.returncode == 1 and "WebhookAllowedURLs" in r.stderr, r.stderr  # not a prefix match
     j = sbatch(cluster, f"--mail-user=http://127.0.0.1:{port}/jobs/mine", "--mail-type=END",
                        "--wrap", "true")
     assert wait_final(cluster, j) == "COMPLETED"

@@ -212,6 +212,39 @@ def test_max_submit_jobs_refused_at_submit(lab):
         lab.cluster.run(["scancel", str(job)])
 
 
+def test_update_account_runs_the_submit_limits_of_the_new_one(lab):
+    """A job moved by scontrol update Account= counts against MaxSubmitJobs where it goes (else
+    the limit is a submit to another account away)."""
+    lab.ok("-i", "add", "account", "capped", "MaxSubmitJobs=1")
+    lab.ok("-i", "add", "user", "root", "Account=capped")
+    first = lab.sbatch("-A", "capped", "--hold", "--wrap", "true")
+    other = lab.sbatch("-A", "root", "--hold", "--wrap", "true")
+    try:
+        r = lab.cluster.run(["scontrol", "update", f"JobId={other}", "Account=capped"])
+        assert r.returncode != 0 and "Job violates accounting/QOS policy" in r.stderr, r.stderr
+        shown = lab.cluster.run(["squeue", "-h", "-j", str(other), "-o", "%a"]).stdout.strip()
+        assert shown == "root"  # nothing changed
+        lab.cluster.run(["scancel", str(first)])
+        wait_final(lab.cluster, first)
+        r = lab.cluster.run(["scontrol", "update", f"JobId={other}", "Account=capped"])
+        assert r.returncode == 0, r.stderr  # room again
+    finally:
+        lab.cluster.run(["scancel", str(first), str(other)])
+
+
+def test_requeue_of_an_ended_job_checks_its_association(lab):
+    """An ended job's association may be deleted (no job of it is active then): requeueing the
+    job is a submission again, refused as sbatch would be."""
+    lab.ok("-i", "add", "account", "shortlived")
+    lab.ok("-i", "add", "user", "root", "Account=shortlived")
+    job = lab.sbatch("-A", "shortlived", "--wrap", "true")
+    assert wait_final(lab.cluster, job) == "COMPLETED"
+    lab.ok("-i", "delete", "user", "root", "where", "Account=shortlived")
+    r = lab.cluster.run(["scontrol", "requeue", str(job)])
+    assert r.returncode != 0 and INVALID_ACCOUNT in r.stderr, r.stderr
+    assert lab.cluster.state(job) == "COMPLETED"
+
+
 def test_no_terminal_commits_and_says_so(lab):
     r = lab.mgr("add", "account", "piped")  # stdin is /dev/null: nobody to ask
     assert r.returncode == 0 and "not a terminal" in r.stderr and " Adding Account(s)" in r.stdout

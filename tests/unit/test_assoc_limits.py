@@ -139,7 +139,9 @@ def test_max_limits_are_inherited_and_grp_limits_chain(accounts):
     assert view.max[("theory", "alice")] == TresLimits(max_jobs=2, max_wall=60)  # physics', theory's
     assert view.max[("physics", "bob")].max_jobs == 5  # his own wins
     assert [level for level, _, _ in view.grp[("theory", "alice")]] == [("physics", "")]
-    assert LimitsCache().view(accounts, ["associations"], {}) is None  # limits not enforced
+    only_assocs = LimitsCache().view(accounts, ["associations"], {})  # limits not enforced
+    assert not only_assocs.grp and not only_assocs.max and ("theory", "alice") in only_assocs.assocs
+    assert view.assocs is None and LimitsCache().view(accounts, [], {}) is None
 
 
 def test_grp_tres_mins_sums_the_subtree(accounts):

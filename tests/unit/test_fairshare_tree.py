@@ -89,6 +89,17 @@ def test_users_without_an_association_join_their_account():
     assert fairshare.assoc_key(None, "", "b") == ("root", "b")
 
 
+def test_a_pair_that_is_no_association_charges_the_default_one():
+    """Without associations enforced any -A is accepted: a fresh one must not start the user
+    again from no usage, so it charges the user's default association, else root's."""
+    with_defaults = AssocTree(dict(PHYS_BIO.assocs), {"b": "bio"})
+    assert fairshare.assoc_key(with_defaults, "physics", "p") == ("physics", "p")  # its own
+    assert fairshare.assoc_key(with_defaults, "fresh", "b") == ("bio", "b")
+    assert fairshare.assoc_key(with_defaults, "physics", "b") == ("bio", "b")  # b is not in physics
+    assert fairshare.assoc_key(with_defaults, "fresh", "nobody") == ("root", "nobody")
+    assert fairshare.assoc_key(None, "physics", "p") == ("root", "p")  # no database: users equal
+
+
 def test_share_rows_order_and_user_filter():
     root = fairshare.compute(PHYS_BIO, {("physics", "p"): 1.0})
     rows = fairshare.share_rows(root)

@@ -119,3 +119,62 @@ def test_off_when_idle_gpu_time_is_zero(clusterstate):
 
 def test_flag_text_names_gpus_threshold_and_time():
     assert idle_gpu.flag_text(2, 5.0, 20, 0.0).startswith("IdleGPU: 2 GPU(s) under 5% for 20 s since ")
+
+
+def test_flag_text_names_its_run():
+    assert idle_gpu.flag_text(1, 5.0, 20, 0.0, run=3).endswith(" (run 3)")
+    assert idle_gpu.flagged_runs("ops; IdleGPU: 1 GPU(s) x (run 0); IdleGPU: 1 GPU(s) y (run 2)") == {0, 2}
+    assert idle_gpu.flagged_runs("IdleGPU: 1 GPU(s) under 5% for 20 s") == {0}  # an older flag
+    assert idle_gpu.flagged_runs("checked by ops") == set()
+
+
+@pytest.mark.parametrize("action", ["cancel", "requeue"])
+def test_a_new_run_of_a_flagged_job_is_watched_again(clusterstate, action):
+    """The owner requeues the job the action ended (or it was requeued): the new run, idle
+    again, is flagged and acted on again, not let off by the first run's flag."""
+    s, job, monitor, now = clusterstate(action)
+    step(monitor, job, now, 100.0)
+    step(monitor, job, now, 120.0)
+    assert job.state != JobState.RUNNING and job.admin_comment.endswith("(run 0)")
+    job.state, job.restart_count, job.start_time = JobState.RUNNING, job.restart_count + 1, 130.0
+    s.completing.discard(job.job_id)
+    s.active.add(job.job_id)
+    s.save([job])
+    run = job.restart_count
+    for t in (130.0, 150.0):
+        now[0] = t
+        job.usage = [sample(0.0, t=t, run=run)]
+        monitor.run_once(t)
+    assert job.admin_comment.count(MARK) == 2 and job.admin_comment.endswith(f"(run {run})")
+    assert job.state != JobState.RUNNING
+
+
+def _array_state(tmp_path):
+    cfg = Config(idle_gpu_threshold=5.0, idle_gpu_time=20, idle_gpu_action="cancel",
+                 acct_gather_frequency=2)
+    now = [100.0]
+    s = ClusterState(cfg, Store(f"sqlite:///{tmp_path}/array.db", clock=lambda: now[0]),
+                     clock=lambda: now[0])
+    tasks = []
+    for i in range(3):  # task 0 has the array's id (40), as slurmctld numbers them
+        t = running_job(job_id=40 + i, usage=[sample(0.0 if i == 0 else 90.0)], requeue=False)
+        t.array_job_id, t.array_task_id = 40, i
+        tasks.append(t)
+    tasks[2].state, tasks[2].allocations, tasks[2].start_time, tasks[2].usage = \
+        JobState.PENDING, [], 0.0, []  # a task still waiting
+    s.store.insert_jobs(tasks, [("", {})] * 3)
+    for t in tasks:
+        s.jobs[t.job_id] = t
+        s.active.add(t.job_id)
+    return s, tasks, IdleGpuMonitor(s, JobManager(s)), now
+
+
+def test_an_idle_array_task_ends_alone(tmp_path):
+    s, tasks, monitor, now = _array_state(tmp_path)
+    for t in (100.0, 120.0):
+        now[0] = t
+        for i, task in enumerate(tasks[:2]):
+            task.usage = [sample(0.0 if i == 0 else 90.0, t=t)]
+        monitor.run_once(t)
+    assert [t.state for t in tasks] == [JobState.CANCELLED, JobState.RUNNING, JobState.PENDING]
+    assert MARK in tasks[0].admin_comment and MARK not in tasks[1].admin_comment

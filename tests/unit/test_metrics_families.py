@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import socket
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -19,7 +21,8 @@ from pyslurm_lite.errors import ConfigError
 from pyslurm_lite.metrics_http import serve
 from pyslurm_lite.model import (ForeignGpu, GpuDevice, GresRequest, JobState, Node, NodeConfig,
                                 NodeState, Reason, UsageSample)
-from prometheus_client import CollectorRegistry
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.parser import text_string_to_metric_families
 
 DASHBOARD = Path(__file__).resolve().parents[2] / "etc" / "grafana-dashboard.json"
 
@@ -69,8 +72,12 @@ def _jobs():
     return [running, idle, held, done]
 
 
+def _rows(jobs) -> list:
+    return [metrics.JobRow.of(j) for j in jobs]
+
+
 def test_job_families_count_states_reasons_gpus_and_idle_flags():
-    fams = {f.name: f for f in metrics.job_families(_jobs())}
+    fams = {f.name: f for f in metrics.job_families(_rows(_jobs()))}
     assert by_labels(fams["pyslurm_lite_jobs"]) == {
         (("account", "phys"), ("partition", "main"), ("state", "COMPLETED"), ("user", "alice")): 1,
         (("account", "phys"), ("partition", "main"), ("state", "PENDING"), ("user", "alice")): 1,
@@ -84,6 +91,15 @@ def test_job_families_count_states_reasons_gpus_and_idle_flags():
         (("account", "bio"), ("job_id", "2"), ("user", "bob")): 1}
 
 
+def test_a_flag_of_an_earlier_run_does_not_count_as_idle_now():
+    from pyslurm_lite.controller.idle_gpu import flag_text
+    job = model_job(5, gpus=(0,), account="phys")
+    job.admin_comment = flag_text(1, 5, 20, 0.0, run=0)
+    assert metrics.JobRow.of(job).idle  # flagged in this run (run 0)
+    job.restart_count = 1  # requeued: the new run is watched afresh
+    assert not metrics.JobRow.of(job).idle
+
+
 def test_gpu_usage_comes_from_the_current_run_of_steps_holding_gpus():
     job = model_job(7, gpus=(0,), account="phys")
     job.restart_count = 1
@@ -91,7 +107,7 @@ def test_gpu_usage_comes_from_the_current_run_of_steps_holding_gpus():
                              gpu_mem=3 << 20),
                  UsageSample(step="0", node="node1", restart_count=0, gpus=1, gpu_util=99.0),
                  UsageSample(step="1", node="node1", restart_count=1, gpus=0, rss=1 << 20)]
-    util, mem = metrics.gpu_usage_families([job])
+    util, mem = metrics.gpu_usage_families(_rows([job]))
     key = (("account", "phys"), ("job_id", "7"), ("node", "node1"), ("step", "batch"),
            ("user", "alice"))
     assert by_labels(util) == {key: 42.0}
@@ -142,14 +158,107 @@ def test_the_grafana_dashboard_is_valid_and_its_datasource_templated():
         assert all("pyslurm_lite_" in t["expr"] for t in p["targets"]), p["title"]
 
 
-@pytest.mark.parametrize("private_data, warned", [(["jobs"], True), ([], False)])
-def test_private_data_jobs_is_said_not_to_cover_the_endpoint(caplog, private_data, warned):
-    state = SimpleNamespace(diag=Diag(), cfg=Config(private_data=private_data))
-    m = metrics.ControllerMetrics(state)
+class WatchedLock:
+    """The state's lock, counting its holds and saying whether it is held now."""
+
+    def __init__(self):
+        self.lock, self.held, self.holds = threading.RLock(), False, 0
+
+    def __enter__(self):
+        self.lock.acquire()
+        self.held, self.holds = True, self.holds + 1
+
+    def __exit__(self, *exc):
+        self.held = False
+        self.lock.release()
+
+
+def _state(jobs, private_data=()):
+    usage = {("phys", "alice"): {"cpu": 3.0, "gres/gpu": 1.0}, ("phys", ""): {"cpu": 3.0, "gres/gpu": 1.0},
+             ("bio", "bob"): {"cpu": 2.0}, ("bio", ""): {"cpu": 2.0}, ("root", ""): {"cpu": 5.0, "gres/gpu": 1.0}}
+    node = Node(config=NodeConfig(name="node1", cpus=4), state=NodeState.MIXED, alloc_cpus=1)
+    return SimpleNamespace(lock=WatchedLock(), jobs={j.job_id: j for j in jobs}, nodes={"node1": node},
+                           assoc_usage=usage, diag=Diag(), cfg=Config(private_data=list(private_data)))
+
+
+def test_families_are_built_outside_the_lock_after_one_hold(monkeypatch):
+    state = _state(_jobs())
+    seen = []
+    for name in ("job_families", "node_families", "gpu_usage_families", "usage_family"):
+        real = getattr(metrics, name)
+        monkeypatch.setattr(metrics, name, lambda *a, _real=real, _name=name, **k:
+                            seen.append((_name, state.lock.held)) or _real(*a, **k))
+    fams = metrics.StateCollector(state).collect()
+    assert state.lock.holds == 1
+    assert sorted(seen) == [("gpu_usage_families", False), ("job_families", False),
+                            ("node_families", False), ("usage_family", False)]
+    assert "pyslurm_lite_jobs" in {f.name for f in fams}
+
+
+def test_a_scrape_flood_costs_one_build_per_cache_period():
+    now = [100.0]
+    state = _state(_jobs())
+    collector = metrics.StateCollector(state, clock=lambda: now[0])
+    first = collector.collect()
+    state.jobs[99] = model_job(99, account="phys")  # a job submitted meanwhile
+    for _ in range(50):
+        assert collector.collect() is first
+    now[0] += metrics.CACHE_SECONDS - 0.01
+    assert collector.collect() is first
+    assert state.lock.holds == 1
+    now[0] += 0.01
+    fams = {f.name: f for f in collector.collect()}
+    assert state.lock.holds == 2
+    assert sum(s.value for s in fams["pyslurm_lite_jobs"].samples) == len(state.jobs)
+
+
+def test_concurrent_scrapes_share_one_build():
+    state = _state(_jobs())
+    collector = metrics.StateCollector(state)
+    with ThreadPoolExecutor(8) as pool:
+        results = list(pool.map(lambda _: collector.collect(), range(32)))
+    assert state.lock.holds == 1
+    assert all(r is results[0] for r in results)
+
+
+def _exposition(private_data) -> str:
+    idle_on_node1 = _jobs()
+    idle_on_node1[0].usage = [UsageSample(step="batch", node="node1", gpus=2, gpu_util=30.0, gpu_mem=100),
+                              UsageSample(step="0", node="node1", gpus=1, gpu_util=60.0, gpu_mem=50)]
+    m = metrics.ControllerMetrics(_state(idle_on_node1, private_data))
+    return generate_latest(m.registry).decode()
+
+
+def test_private_data_jobs_leaves_users_accounts_and_jobs_out_of_the_endpoint():
+    text = _exposition(["jobs"])
+    fams = {f.name: f for f in text_string_to_metric_families(text)}
+    for word in ("alice", "bob", "phys", "bio", "job_id", "user=", "account="):
+        assert word not in text, word
+    assert by_labels(fams["pyslurm_lite_jobs"]) == {
+        (("partition", "main"), ("state", "RUNNING")): 2, (("partition", "main"), ("state", "PENDING")): 1,
+        (("partition", "main"), ("state", "COMPLETED")): 1}
+    assert by_labels(fams["pyslurm_lite_user_gpus_allocated"]) == {(): 3}
+    assert "pyslurm_lite_job_gpu_idle" not in fams
+    assert by_labels(fams["pyslurm_lite_jobs_gpu_idle"]) == {(): 1}
+    assert by_labels(fams["pyslurm_lite_job_gpu_utilization_percent"]) == {(("node", "node1"),): 45.0}
+    assert by_labels(fams["pyslurm_lite_job_gpu_memory_used_bytes"]) == {(("node", "node1"),): 150}
+    assert by_labels(fams["pyslurm_lite_account_usage_tres_minutes"]) == {
+        (("tres", "cpu"),): 5.0, (("tres", "gres/gpu"),): 1.0}
+
+
+def test_without_private_data_the_endpoint_names_users_accounts_and_jobs():
+    fams = {f.name: f for f in text_string_to_metric_families(_exposition([]))}
+    assert by_labels(fams["pyslurm_lite_user_gpus_allocated"]) == {
+        (("account", "phys"), ("user", "alice")): 2, (("account", "bio"), ("user", "bob")): 1}
+    assert len(fams["pyslurm_lite_job_gpu_utilization_percent"].samples) == 2
+    assert by_labels(fams["pyslurm_lite_account_usage_tres_minutes"])[
+        (("account", "bio"), ("tres", "cpu"), ("user", "bob"))] == 2.0
+
+
+def test_the_endpoint_serves_on_the_address_given():
+    m = metrics.ControllerMetrics(_state([]))
     try:
         port = m.serve("127.0.0.1", 0)
         assert port > 0
     finally:
         m.close()
-    said = [r.getMessage() for r in caplog.records if "PrivateData=jobs" in r.getMessage()]
-    assert bool(said) == warned, said

@@ -146,6 +146,18 @@ def test_mail_prog_environment_is_slurms():
     ("http://169.254.169.254/", "", "", InvalidRequest),
     ("a b", "", "", InvalidRequest),
     ("a\nSubject: x", "", "", InvalidRequest),
+    ("bob,carol@x.org", "", "lab.org", "bob,carol@x.org"),  # Slurm's comma-separated list
+    ("first.last+jobs@mail.x.org", "", "", "first.last+jobs@mail.x.org"),
+    # what MailProg (run as the controller's user) would read as an option, pipe, file or escape
+    ("--exec=!id", "", "", InvalidRequest),
+    ("-Ssendmail=/tmp/x", "", "", InvalidRequest),
+    ("bob,-x", "", "", InvalidRequest),
+    ("|/bin/sh", "", "", InvalidRequest),
+    ("/etc/passwd", "", "", InvalidRequest),
+    ("!id", "", "", InvalidRequest),
+    ("bob,,carol", "", "", InvalidRequest),
+    ("bob@x.org;id", "", "", InvalidRequest),
+    ("ftp://hooks.lab.org/x", "ftp://hooks.lab.org/", "", InvalidRequest),
 ])
 def test_mail_user_at_submit(user, allowed, domain, result):
     cfg = Config(mail_domain=domain, webhook_allowed_urls=allowed)
@@ -156,6 +168,33 @@ def test_mail_user_at_submit(user, allowed, domain, result):
     else:
         screen_mail(cfg, spec)
         assert spec.mail_user == result
+
+
+@pytest.mark.parametrize("url,ok", [
+    ("http://127.0.0.1:2973/jobs/x", True),
+    ("http://127.0.0.1:2973/jobs", True),  # the entry's own path
+    ("http://127.0.0.1:29737/jobs/x", False),  # a longer port is another port
+    ("http://127.0.0.1/jobs/x", False),
+    ("https://127.0.0.1:2973/jobs/x", False),  # another scheme
+    ("http://127.0.0.1:2973/jobsx", False),  # a path prefix ends at a "/"
+    ("http://127.0.0.1:2973/jobs/../admin", False),
+    ("http://127.0.0.1:2973/jobs/%2e%2e/admin", False),
+    ("http://user:pw@127.0.0.1:2973/jobs/x", False),  # userinfo
+    ("http://127.0.0.1:2973@evil.example/jobs/x", False),
+    ("HTTPS://Hooks.Lab.org/any/thing", True),  # scheme and host are case-blind
+    ("https://hooks.lab.org:443/x", True),  # the default port, written out
+    ("https://hooks.lab.org.evil.example/x", False),
+    ("https://hooks.lab.org:8443/x", False),
+    ("https://evil.example/?u=https://hooks.lab.org/", False),
+    ("https://hooks.lab.org@evil.example/x", False),
+    ("http://10.0.0.1:8080/x", True),
+    ("http://10.0.0.1:80801/x", False),  # the reviewer's case: an entry without a path
+    ("http://10.0.0.1:8080.evil.example/x", False),
+])
+def test_webhook_allow_list_matches_scheme_host_port_and_path(url, ok):
+    cfg = Config(webhook_allowed_urls="http://127.0.0.1:2973/jobs/, https://hooks.lab.org, "
+                                      "not a url,http://10.0.0.1:8080")
+    assert notify.webhook_allowed(url, cfg) is ok
 
 
 def test_a_bad_mail_type_from_any_client_is_refused_at_submit():
@@ -273,6 +312,72 @@ def test_a_failed_try_is_retried_later(state, tmp_path):
     assert state.store.due_outbox(1e12), "retried for days"
     sender.run_once(500.0 + notify_send.GIVE_UP + 60)
     assert state.store.due_outbox(1e12) == [], "then given up"
+
+
+MARKER_PROG = "#!/bin/sh\necho \"$@\" >> {out}\n"
+
+
+@pytest.mark.parametrize("channel,target", [
+    ("mail", "--exec=!touch /tmp/pwned"), ("mail", "bob,-x"), ("mail", "|/bin/sh"),
+    ("smtp", "-oQ/tmp"), ("webhook", "http://127.0.0.1:9/elsewhere"),
+])
+def test_the_sender_refuses_a_queued_row_it_may_not_use(state, tmp_path, channel, target):
+    """Rows queued before the submit-time check (or an allow-list changed since) are dropped
+    without MailProg, SMTP or a POST: at once, never retried (a row that got past the check
+    would fail on the dead port 9 and wait to be retried)."""
+    out = tmp_path / "calls"
+    prog = tmp_path / "mailprog"
+    prog.write_text(MARKER_PROG.format(out=out))
+    prog.chmod(0o755)
+    payload = {"subject": "s", "body": "b", "environment": {}, "event": "END", "job": {}}
+    state.store.add_outbox([{"key": "bad", "job_id": 1, "channel": channel, "target": target,
+                             "payload": json.dumps(payload)},
+                            {"key": "good", "job_id": 1, "channel": "mail", "target": "bob,carol@x.org",
+                             "payload": json.dumps(payload)}])
+    cfg = Config(mail_prog=str(prog), smtp_server="127.0.0.1:9",
+                 webhook_allowed_urls="http://127.0.0.1:9/jobs/")
+    sender = notify_send.Sender(state.store, cfg, threading.Event(), clock=lambda: 1000.0)
+    sender.run_once(1000.0)
+    assert out.read_text() == "-s s bob,carol@x.org\n"  # only the good row ran MailProg
+    assert state.store.due_outbox(1e12) == []  # the bad one is done with, not retried
+
+
+def test_secret_file_symlink_is_refused(tmp_path):
+    real = tmp_path / "real"
+    real.write_text("s3cret\n")
+    real.chmod(0o600)
+    link = tmp_path / "secret"
+    link.symlink_to(real)
+    with pytest.raises(ConfigError, match="symbolic link"):
+        notify_send.load_webhook_secret(Config(webhook_secret_file=str(link)))
+
+
+def test_secret_file_is_checked_on_the_file_opened(tmp_path, monkeypatch):
+    """The mode is read from the open descriptor (fstat), not the path: a file swapped after a
+    stat of the path is caught."""
+    path = tmp_path / "secret"
+    path.write_text("s3cret\n")
+    path.chmod(0o644)
+    real_stat = os.stat
+    monkeypatch.setattr(notify_send.os, "stat", lambda p, *a, **k: (
+        real_stat(str(tmp_path / "decoy"), *a, **k) if str(p) == str(path) else real_stat(p, *a, **k)))
+    decoy = tmp_path / "decoy"
+    decoy.write_text("x")
+    decoy.chmod(0o600)
+    with pytest.raises(ConfigError, match="group or others"):
+        notify_send.load_webhook_secret(Config(webhook_secret_file=str(path)))
+
+
+def test_secret_file_in_a_directory_others_may_change_is_refused(tmp_path):
+    d = tmp_path / "shared"
+    d.mkdir()
+    d.chmod(0o777)
+    (d / "secret").write_text("s3cret\n")
+    (d / "secret").chmod(0o600)
+    with pytest.raises(ConfigError, match="directory"):
+        notify_send.load_webhook_secret(Config(webhook_secret_file=str(d / "secret")))
+    d.chmod(0o1777)  # sticky: nobody else may rename or remove the file
+    assert notify_send.load_webhook_secret(Config(webhook_secret_file=str(d / "secret"))) == b"s3cret"
 
 
 @pytest.mark.parametrize("mode,owner_ok,error", [(0o600, True, None), (0o640, True, "group"),

@@ -39,6 +39,13 @@ def test_long_format(form, want):
     assert render(form, [j]) == want
 
 
+def test_admin_comment_shows_the_idle_gpu_flag():
+    flagged = job(12, admin_comment="IdleGPU: 1 GPU(s) under 5% for 20 s")
+    assert render("JobID:3,AdminComment:40", [flagged, job(13)]) == [
+        "JOBADMIN_COMMENT".ljust(43), "12 IdleGPU: 1 GPU(s) under 5% for 20 s".ljust(43),
+        "13 (null)".ljust(43)]
+
+
 def test_jobid_is_the_tasks_own_id_and_a_field_may_repeat():
     j = job(12, array_job_id=9, array_task_id=3)
     assert render("JobID:3,JobID:3", [j])[1] == "12 12 "

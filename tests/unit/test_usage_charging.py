@@ -7,6 +7,7 @@ import pytest
 
 from factories import model_job
 from pyslurm_lite.config import Config
+from pyslurm_lite.controller.assoc_cmds import Request, execute
 from pyslurm_lite.controller.priority_mgr import PriorityManager
 from pyslurm_lite.controller.state import ClusterState
 from pyslurm_lite.controller.store import Store
@@ -24,10 +25,15 @@ class Clock:
 
 
 def manager(tmp_path, clock, half_life_minutes=0, period=60):
+    """Account physics with user p in it (p's default) and user q in bio, in the database."""
     cfg = Config()
     cfg.priority_decay_half_life = half_life_minutes
     cfg.priority_calc_period = period
     state = ClusterState(cfg, Store(f"sqlite:///{tmp_path / 'state.db'}", clock=clock), clock)
+    for verb, entity, names, settings in (("add", "account", ["physics", "bio"], {}),
+                                          ("add", "user", ["p"], {"Account": "physics"}),
+                                          ("add", "user", ["q"], {"Account": "bio"})):
+        execute(state.accounts, Request(verb, entity, names, {}, settings), operator=True)
     return state, PriorityManager(state)
 
 
@@ -101,3 +107,27 @@ def test_forgotten_jobs_drop_their_marks(tmp_path):
     clock.now = START + 120
     pm.charge_running(clock.now)
     assert pm.charged == {} and state.store.load_charged() == {}
+
+
+# ---- without AccountingStorageEnforce=associations: any -A is accepted ---------------------------
+def test_an_account_that_is_no_association_charges_the_default_one(tmp_path):
+    """Naming a fresh -A neither escapes the usage charged so far nor ranks the user anew."""
+    clock = Clock(START)
+    state, pm = manager(tmp_path, clock)
+    for job_id, account, user in ((5, "physics", "p"), (6, "fresh", "p"), (7, "fresh", "stranger")):
+        job = running_gpu_job(state, job_id, account=account, user=user)
+        job.state, job.end_time = JobState.COMPLETED, START + 10
+    clock.now = START + 10
+    pm.charge_usage(list(state.jobs.values()))
+    # p's default association takes both of p's jobs; a user without any, root's
+    assert pm.raw_usage(clock.now) == {("physics", "p"): pytest.approx(220.0),
+                                       ("root", "stranger"): pytest.approx(110.0)}
+    tree, root = pm.fair_tree(clock.now, {("fresh", "p"), ("bio", "q")})
+    factors = fairshare_factors(root)
+    assert ("fresh", "p") not in factors  # no entry with no usage to rank p by
+    assert factors[("physics", "p")] < factors[("bio", "q")]
+
+
+def fairshare_factors(root):
+    from pyslurm_lite.controller import fairshare
+    return fairshare.factors(root)
