@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..units import format_hms as secs2time_str  # Slurm's secs2time_str: [D-]HH:MM:SS
+
 # convert_num_unit's unit letters: UNIT_NONE (bytes) .. UNIT_PETA, then UNIT_UNKNOWN.
 _UNITS = ("", "K", "M", "G", "T", "P", "?")
 
@@ -54,15 +56,6 @@ def elapsed_time(seconds: float) -> str:
     if millis:
         return f"{minutes:02d}:{secs:02d}.{millis:03d}"
     return f"00:{minutes:02d}:{secs:02d}"
-
-
-def secs2time_str(seconds: float) -> str:
-    """Slurm's secs2time_str, as TRES usage strings print cpu: [D-]HH:MM:SS."""
-    secs = int(seconds)
-    days, rest = divmod(secs, 86400)
-    hours, rest = divmod(rest, 3600)
-    minutes, secs = divmod(rest, 60)
-    return (f"{days}-" if days else "") + f"{hours:02d}:{minutes:02d}:{secs:02d}"
 
 
 # ---- one step's statistics --------------------------------------------------------------------

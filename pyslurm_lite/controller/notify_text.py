@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from .. import mailtypes
 from ..config import collect
 from ..model import Job, JobState
+from ..units import format_hms as secs2time_str  # Slurm's secs2time_str: [D-]HH:MM:SS
 
 ENDINGS = ("END", "FAIL")
 RUN_TIME_EVENTS = ("END", "FAIL", "REQUEUE")
@@ -37,15 +38,6 @@ class ArraySummary:
 
 def summary_of(job: Job, tasks: list[Job]) -> ArraySummary:
     return ArraySummary(job, sorted(tasks, key=lambda t: t.job_id))
-
-
-def secs2time_str(seconds: float) -> str:
-    """Slurm's secs2time_str: [D-]HH:MM:SS."""
-    secs = max(int(seconds), 0)
-    days, rest = divmod(secs, 86400)
-    hours, rest = divmod(rest, 3600)
-    minutes, secs = divmod(rest, 60)
-    return (f"{days}-" if days else "") + f"{hours:02d}:{minutes:02d}:{secs:02d}"
 
 
 def subject(about, event: str, now: float, ran_from: float = 0.0, detail: str = "") -> str:
