@@ -311,7 +311,10 @@ def _known_qos(client) -> list[str]:
     """The QOS names of the accounting database (sacctmgr adds them), as Slurm's sacct asks
     slurmdbd; slurm.conf's QOSName lines were imported into it."""
     records, _ = client.sacctmgr("show", "qos")
-    return [r.get("Name", "") for r in records if r.get("Name")] or list(client.cfg.qos)
+    names = [r.get("Name", "") for r in records if r.get("Name")]
+    # the order they were made in, as slurmdbd's ids run: normal and slurm.conf's first
+    made = [q for q in client.cfg.qos if q in names]
+    return made + [q for q in names if q not in made] or list(client.cfg.qos)
 
 
 def main() -> None:

@@ -160,6 +160,9 @@ def test_qos_allowed_for_one_association_only(lab):
     assert wait_final(lab.cluster, job) == "COMPLETED"
     q = lab.cluster.run(["sacct", "-X", "-n", "-P", "-j", str(job), "-o", "QOS"]).stdout
     assert q.splitlines()[0] == "high"
+    # sacct -q knows the QOS the database holds, not only slurm.conf's
+    by_qos = lab.cluster.run(["sacct", "-X", "-n", "-P", "-q", "high", "-o", "JobID", "-S", "2020-01-01"])
+    assert by_qos.returncode == 0 and str(job) in by_qos.stdout.split(), by_qos.stderr
     r = lab.as_(lab.bio, "sbatch --qos=high --wrap true")
     assert r.returncode != 0 and "Invalid qos specification" in r.stderr
     lab.ok("-i", "modify", "user", p, "set", "QOS-=high")
