@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """bench_sched.py's passes again, with association and QOS limits on: every job in one of 10
 accounts under root (GrpTRES on each account and on root, MaxJobs and MaxTRES per user, a QOS
-GrpTRES and MaxTRESPerUser), set high enough that they hold nothing back, so the figure is the
+GrpTRES and MaxTRESPerUser; associations enforced), set high enough that they hold nothing back, so the figure is the
 cost of checking them and the starts are the same as without. "plain" is the same queue with
 only the QOS normal, as every controller has.
 
@@ -41,8 +41,9 @@ def with_limits(snap, limits: bool = True):
     if not limits:
         return dataclasses.replace(snap, jobs=jobs, running=running, qos={"normal": Qos("normal")})
     qos = {"normal": Qos("normal", grp_tres={"gres/gpu": BIG}, max_tres_per_user={"cpu": BIG})}
+    # AccountingStorageEnforce=associations too: every job's (account, user) is looked up
     return dataclasses.replace(snap, jobs=jobs, running=running, qos=qos,
-                               limits=AssocLimits(grp=grp, max=maxes))
+                               limits=AssocLimits(grp=grp, max=maxes, assocs=frozenset(grp)))
 
 
 def main() -> None:

@@ -106,16 +106,15 @@ class Tally:
         self.assoc_jobs: dict[tuple[str, str], int] = {}  # (account, user) -> running jobs
         self.assoc_user: dict[tuple[str, str], dict] = {}  # (account, user) -> TRES
         self.assoc_grp: dict[tuple[str, str], dict] = {}  # association key -> TRES in its subtree
-        # the fast path: per (user, qos) and per association, the least room left under any
-        # of its TRES limits, (cpu, mem, node, gres/gpu); recomputed after a start (`version`)
-        self.version = 0
-        self._room: dict[tuple, tuple[int, tuple]] = {}
+        # the fast path: per (account, user, qos), the least room left under any of its TRES
+        # limits, (cpu, mem, node, gres/gpu, jobs, wall); forgotten at every start (add)
+        self._room: dict[tuple, tuple | None] = {}
         for r in running:
             self.add(r.user, r.qos, getattr(r, "account", ""), r.allocations)
 
     def add(self, user: str, qos_name: str, account: str, allocations) -> None:
         key = (user, qos_name)
-        self.version += 1
+        self._room.clear()
         self.user_jobs[key] = self.user_jobs.get(key, 0) + 1
         self.user_gpus[key] = self.user_gpus.get(key, 0) + sum(len(a.gpus) for a in allocations)
         qos = self.qos.get(qos_name)
@@ -159,19 +158,18 @@ class Tally:
         their (account, user, QOS), known after one computation per start of the pass; only
         the others go through the exact checks, which name the limit."""
         key = (job.account, job.user, job.qos)
-        known = self._room.get(key)
-        if known is None or known[0] != self.version:
-            known = self._room[key] = (self.version, self._room_for(job))
-        room = known[1]
+        try:
+            room = self._room[key]
+        except KeyError:
+            room = self._room[key] = self._room_for(job)
         if room is None:
             return None  # no TRES limit anywhere above this job
         if room is _NO_ASSOC:
             return Reason.INVALID_ACCOUNT
         cpu, mem, node, gpu, jobs, wall = room
         n = job.num_nodes
-        gpus = job.gpus_per_node * n
-        if jobs >= 1 and (wall == UNLIMITED or 0 < job.time_limit <= wall) and n <= node \
-                and (not gpus or gpus <= gpu) and sum(job.cpus_per_node) <= cpu \
+        if jobs >= 1 and n <= node and (wall == UNLIMITED or 0 < job.time_limit <= wall) \
+                and job.gpus_per_node * n <= gpu and sum(job.cpus_per_node) <= cpu \
                 and sum(job.mem_per_node) <= mem:
             return None
         return self._qos_tres_reason(job) or self._assoc_reason(job)
