@@ -238,3 +238,12 @@ def test_pyslurm_lite_version_names_ours_and_slurms():
     from pyslurm_lite.cli.admin import main
     r = CliRunner().invoke(main, ["--version"])
     assert (r.exit_code, r.output) == (0, f"pyslurm-lite {__version__} (Slurm 22.05.8 commands)\n")
+
+
+@pytest.mark.parametrize("prog", ("sacctmgr", "sstat", "sreport"))
+def test_accounting_commands_print_slurms_version(env, prog):
+    """The #15 commands answer -V/--version as Slurm's do (clients parse that line); their
+    --usage/--help are their own texts, not yet checked against Slurm's here."""
+    for flag in ("-V", "--version"):
+        r = cli(env, prog, flag)
+        assert (r.returncode, r.stdout, r.stderr) == (0, "slurm 22.05.8\n", ""), flag
