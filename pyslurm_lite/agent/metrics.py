@@ -13,6 +13,7 @@ the backend (the gatherer decides how often the cgroups are read), or block the 
   pyslurm_lite_agent_step_{rss,max_rss}_bytes{node,job_id,step}
   pyslurm_lite_agent_step_gpu_utilization_percent{node,job_id,step}
   pyslurm_lite_agent_step_gpu_memory_used_bytes{node,job_id,step}
+      (with PrivateData=jobs the step families carry the node's totals, labelled {node} only)
   pyslurm_lite_agent_steps_running{node,kind}      kind=batch|srun
   pyslurm_lite_agent_controller_connected{node}    1 while registered with the controller
   pyslurm_lite_agent_health_check_ok{node}         0 while HealthCheckProgram complains
@@ -69,7 +70,7 @@ class AgentCollector(Collector):
             log.warning("GPU sample failed: %s", e)
             samples = []
         yield from gpu_families(a.node, a.gpus, samples)
-        yield from step_families(a.node, step_usage(a))
+        yield from step_families(a.node, step_usage(a), "jobs" in a.cfg.private_data)
         yield from health_families(a)
 
 
@@ -94,8 +95,12 @@ def gpu_families(node: str, devices, samples):
     return [util, used, procs, total]
 
 
-def step_families(node: str, usage):
-    labels = ["node", "job_id", "step"]
+def step_families(node: str, usage, private: bool = False):
+    """Per step, labelled by job id and step; with PrivateData=jobs (which hides other users'
+    jobs, ids included) the node's totals instead: summed, GPU utilization the mean."""
+    if private:
+        usage = _node_total(usage)
+    labels = ["node"] if private else ["node", "job_id", "step"]
     cpu = CounterMetricFamily(f"{PREFIX}_step_cpu_seconds", "CPU time of a job step on this "
                               "node", labels=[*labels, "mode"])
     rss = GaugeMetricFamily(f"{PREFIX}_step_rss_bytes", "Resident memory of a job step's "
@@ -107,7 +112,7 @@ def step_families(node: str, usage):
     gmem = GaugeMetricFamily(f"{PREFIX}_step_gpu_memory_used_bytes", "GPU memory a job step "
                              "uses, over its GPUs", labels=labels)
     for u in usage:
-        key = [node, str(u.job_id), u.step]
+        key = [node] if private else [node, str(u.job_id), u.step]
         cpu.add_metric([*key, "user"], u.user_cpu)
         cpu.add_metric([*key, "system"], u.system_cpu)
         rss.add_metric(key, u.rss)
@@ -116,6 +121,20 @@ def step_families(node: str, usage):
             util.add_metric(key, u.gpu_util)
             gmem.add_metric(key, u.gpu_mem)
     return [cpu, rss, max_rss, util, gmem]
+
+
+def _node_total(usage) -> list:
+    """Every step's figures as one sample of the node (none when no step runs)."""
+    from ..model import UsageSample
+    if not usage:
+        return []
+    on_gpus = [u for u in usage if u.gpus]
+    return [UsageSample(step="", user_cpu=sum(u.user_cpu for u in usage),
+                        system_cpu=sum(u.system_cpu for u in usage),
+                        rss=sum(u.rss for u in usage), max_rss=sum(u.max_rss for u in usage),
+                        gpus=sum(u.gpus for u in on_gpus),
+                        gpu_util=sum(u.gpu_util for u in on_gpus) / len(on_gpus) if on_gpus else 0.0,
+                        gpu_mem=sum(u.gpu_mem for u in on_gpus))]
 
 
 def health_families(a):

@@ -342,6 +342,9 @@ class JobManager:
         if job.state == JobState.RUNNING:
             signals = self._signal_effects(job, _signal.SIGTERM, terminate=True, reason=reason)
             self.s.completing.add(job.job_id)
+            # the run's use since its last charge, charged by the priority manager's next round
+            self.s.unbilled.append(dataclasses.replace(job, end_time=self.s.clock(), steps=[],
+                                                       usage=[], allocations=list(job.allocations)))
         job.state, job.reason = JobState.PENDING, Reason.BEGIN_TIME if not hold else Reason.HELD_USER
         job.restart_count += 1
         job.held = hold

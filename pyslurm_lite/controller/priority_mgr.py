@@ -54,10 +54,12 @@ class PriorityManager:
             return
         self.charged_at = now
         with self.s.lock:
+            # requeued runs first: a job's later run then leaves its charged-until mark
+            due, self.s.unbilled = self.s.unbilled, []
             # ended jobs whose ending was not charged (a node that failed never reports it)
             # are caught up to their end here
-            due = [j for j in self.s.jobs.values() if j.state == JobState.RUNNING
-                   or (j.state.is_final and j.start_time and j.end_time > self.charged.get(j.job_id, now))]
+            due += [j for j in self.s.jobs.values() if j.state == JobState.RUNNING
+                    or (j.state.is_final and j.start_time and j.end_time > self.charged.get(j.job_id, now))]
             known = set(self.s.jobs)
         self._charge(due, now, known)
 

@@ -67,6 +67,9 @@ class ClusterState:
         # (account, user) -> {tres: decayed TRES-minutes}; accounts (user "") sum all under them.
         # Refreshed by every usage charge (priority_mgr); GrpTRESMins reads it.
         self.assoc_usage: dict[tuple[str, str], dict[str, float]] = {}
+        # runs ended by a requeue, their usage since the last charge not yet charged (copies
+        # made before the requeue clears start time and allocations; priority_mgr drains them)
+        self.unbilled: list = []
         self.on_save = None  # (jobs about to be committed) -> outbox rows for their changes
         # the accounting database (sacctmgr): loaded, bootstrapped and QOS published now, so
         # cfg.qos is the database's before any job is validated

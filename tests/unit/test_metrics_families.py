@@ -262,3 +262,21 @@ def test_the_endpoint_serves_on_the_address_given():
         assert port > 0
     finally:
         m.close()
+
+
+def test_agent_steps_are_node_totals_without_job_ids_under_private_data():
+    from pyslurm_lite.agent.metrics import step_families
+    usage = [UsageSample(step="batch", job_id=7, user_cpu=2.0, rss=100, max_rss=150, gpus=1,
+                         gpu_util=40.0, gpu_mem=10),
+             UsageSample(step="0", job_id=8, user_cpu=3.0, rss=50, max_rss=60, gpus=1,
+                         gpu_util=60.0, gpu_mem=5)]
+    fams = {f.name: f for f in step_families("node1", usage)}
+    assert by_labels(fams["pyslurm_lite_agent_step_rss_bytes"]) == {
+        (("job_id", "7"), ("node", "node1"), ("step", "batch")): 100,
+        (("job_id", "8"), ("node", "node1"), ("step", "0")): 50}
+    private = {f.name: f for f in step_families("node1", usage, private=True)}
+    assert by_labels(private["pyslurm_lite_agent_step_rss_bytes"]) == {(("node", "node1"),): 150}
+    assert by_labels(private["pyslurm_lite_agent_step_gpu_utilization_percent"]) == {
+        (("node", "node1"),): 50.0}
+    assert all("job_id" not in s.labels for f in private.values() for s in f.samples)
+    assert step_families("node1", [], private=True)[1].samples == []

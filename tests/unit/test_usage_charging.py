@@ -131,3 +131,25 @@ def test_an_account_that_is_no_association_charges_the_default_one(tmp_path):
 def fairshare_factors(root):
     from pyslurm_lite.controller import fairshare
     return fairshare.factors(root)
+
+
+def test_a_requeued_run_is_charged_up_to_its_requeue_and_the_next_run_from_its_start(tmp_path):
+    from pyslurm_lite.controller.job_mgr import JobManager
+    clock = Clock(START)
+    state, pm = manager(tmp_path, clock)
+    job = running_gpu_job(state)
+    job.state = JobState.RUNNING
+    clock.now = START + 40
+    with state.lock:
+        JobManager(state).requeue(job)  # 40 s of the first run, not charged yet
+    assert job.start_time == 0.0 and job.state == JobState.PENDING
+    job.state, job.start_time = JobState.RUNNING, START + 50  # the second run
+    job.allocations = running_gpu_job(state, job_id=99).allocations
+    del state.jobs[99]
+    clock.now = START + 70
+    pm.charge_running(clock.now)
+    # 40 s of the first run and 20 s of the second, at 11 billing units a second
+    assert pm.raw_usage(clock.now) == {("physics", "p"): pytest.approx(660.0)}
+    clock.now = START + 140
+    pm.charge_running(clock.now)  # the second run goes on from where it was charged
+    assert pm.raw_usage(clock.now)[("physics", "p")] == pytest.approx(660.0 + 770.0)
