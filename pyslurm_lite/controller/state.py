@@ -204,10 +204,12 @@ class ClusterState:
 
     def node_view(self, node: Node) -> NodeView:
         gpus = self.node_gpus(node)
-        allocated = set(node.alloc_gpus) | busy_elsewhere(node)
+        foreign = busy_elsewhere(node)
+        allocated = set(node.alloc_gpus) | foreign
         return NodeView(
             name=node.name, cpus=node.config.cpus, mem=node.config.real_memory,
-            gpus=tuple((g.index, g.type) for g in gpus),
+            # a GPU no job may get while others' processes use it: not part of what the node has
+            gpus=tuple((g.index, g.type) for g in gpus if g.index not in foreign),
             free_cpus=node.config.cpus - node.alloc_cpus,
             free_mem=node.config.real_memory - node.alloc_mem,
             free_gpus=tuple(g.index for g in gpus if g.index not in allocated),

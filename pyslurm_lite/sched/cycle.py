@@ -157,6 +157,11 @@ class _Pass:
             reason = self._preempt_behind(job, order, counted=True)
         else:
             reason = self._why_not(job, order, usable)
+            if reason is Reason.REQ_NODE_NOT_AVAIL:
+                # the nodes that are up cannot hold it at all (down, drained, GPUs taken by
+                # processes no job started): no start time can be planned, and, as in Slurm,
+                # it holds back nobody behind it
+                return reason
         if not blocked:
             self._preempt_for(job, order)
             self.blocked.add(job.partition)

@@ -152,12 +152,12 @@ def test_a_gpu_used_by_a_process_no_job_started_is_kept_out_of_scheduling(cluste
             pytest.fail(f"node1 reports no foreign GPU 0: {nodes[0].foreign_gpus}")
         shown = cluster.run(["scontrol", "show", "node", "node1"]).stdout
         assert f"Comment=GPU(s) 0 used by processes no job started (pids {outsider.pid})" in shown, shown
-        one = cluster.sbatch("-o", str(tmp_path / "one.out"), "--gres=gpu:1", "--wrap",
-                             "echo $SLURM_JOB_GPUS")
+        # first a job that needs both GPUs: it cannot start, and holds back nobody behind it
+        both = cluster.sbatch("-o", "/dev/null", "--gres=gpu:2", "-w", "node1", "--wrap", "true")
+        one = cluster.sbatch("-o", str(tmp_path / "one.out"), "--gres=gpu:1", "-w", "node1",
+                             "--wrap", "echo $SLURM_JOB_GPUS")
         assert wait_final(cluster, one) == "COMPLETED"
         assert (tmp_path / "one.out").read_text().strip() == "1"  # not the outsider's GPU 0
-        both = cluster.sbatch("-o", "/dev/null", "--gres=gpu:2", "--wrap", "true")
-        time.sleep(3)
         assert cluster.state(both) == "PENDING"
         _simgpu(cluster, 0, None)  # the outsider leaves the GPU
         assert wait_final(cluster, both) == "COMPLETED"

@@ -85,6 +85,13 @@ CASES = [
     pytest.param(
         snapshot([job(1, nodes=3)], [node("n1"), node("n2")]),
         {}, {1: Reason.REQ_NODE_NOT_AVAIL}, id="more-nodes-than-partition"),
+    # a job the nodes that are up cannot hold holds back nobody (Slurm plans it no start)
+    pytest.param(
+        snapshot([job(1, nodes=2), job(2)], [node("n1"), node("n2", available=False)]),
+        {2: [("n1", 1, 100, [])]}, {1: Reason.REQ_NODE_NOT_AVAIL}, id="never-fits-blocks-nobody"),
+    pytest.param(
+        snapshot([job(1, gpus=2), job(2, gpus=1)], [node("n1", gpus=1)]),
+        {2: [("n1", 1, 100, [0])]}, {1: Reason.REQ_NODE_NOT_AVAIL}, id="too-few-gpus-blocks-nobody"),
     # ---- exclusive -----------------------------------------------------------------------------
     pytest.param(
         snapshot([job(1, exclusive=True)], [node("n1", cpus=4, mem=4000, gpus=2)]),
