@@ -262,6 +262,7 @@ CHOICES = {  # keys whose value is one of a few words
                                                    "jobacct_gather/none")),
 }
 ENFORCE_WORDS = ("associations", "limits", "qos", "safe", "nojobs", "nosteps", "wckeys", "all")
+ENFORCE_DONE = ("associations", "limits", "qos")
 
 EXTRA_READ = {"schedulertype"}  # keys kept in Config.extra that some module reads from there
 NODE_KEYS = {"nodename", "nodeaddr", "port", "metricsport", "cpus", "realmemory", "gres", "feature", "features",
@@ -304,6 +305,7 @@ def _simple_key(cfg: Config, key: str, value: str, where: str) -> None:
         cfg.job_requeue = value.strip() not in ("0", "no", "NO")
     elif key == "priorityweighttres":
         cfg.priority_weight_tres = _tres_weights(value, "PriorityWeightTRES", where, units=False)
+        _note_unweighable(cfg, cfg.priority_weight_tres, "PriorityWeightTRES", where)
     elif key == "accountingstorageenforce":
         words = [w.strip().lower() for w in value.split(",") if w.strip()]
         bad = [w for w in words if w not in ENFORCE_WORDS]
@@ -315,6 +317,9 @@ def _simple_key(cfg: Config, key: str, value: str, where: str) -> None:
         if ("limits" in words or "qos" in words or "safe" in words) and "associations" not in words:
             words.append("associations")  # as Slurm: limits and qos imply associations
         cfg.accounting_storage_enforce = words
+        # read but without effect here (no WCKeys, no job-usage precheck, always store jobs and
+        # steps): named by the daemons' start-up warning, never dropped unsaid
+        cfg.ignored += [f"{where}: AccountingStorageEnforce={w}" for w in words if w not in ENFORCE_DONE]
     elif key == "priorityflags":
         cfg.priority_flags = [w.strip().upper() for w in value.split(",") if w.strip()]
     elif key == "prioritycalcperiod":
@@ -397,6 +402,14 @@ def _options(cfg: Config, value: str, known: dict[str, str], key: str, where: st
             setattr(cfg, attr, v.strip())
 
 
+def _note_unweighable(cfg: Config, weights: dict[str, float], key: str, where: str) -> None:
+    """Weights of TRES no job counts here (energy, licenses, billing itself) change nothing:
+    say so at start rather than drop them unsaid."""
+    cfg.ignored += [f"{where}: {key} weight {name}={w:g} (no job counts {name} here)"
+                    for name, w in weights.items()
+                    if name in ("energy", "billing") or name.startswith("license/")]
+
+
 def _note_ignored(cfg: Config, pairs, known: set[str], where: str) -> None:
     cfg.ignored += [f"{where}: {k}={v} (on a {pairs[0][0]} line)" for k, v in pairs if k not in known]
 
@@ -463,6 +476,7 @@ def _partition_line(cfg: Config, pairs, where: str) -> None:
     part.grace_time = _seconds(opts.get("gracetime", "0"), "GraceTime", where)
     part.priority_job_factor = _int(opts.get("priorityjobfactor", "1"), "PriorityJobFactor", where)
     part.tres_billing_weights = _tres_weights(opts.get("tresbillingweights", ""), "TRESBillingWeights", where)
+    _note_unweighable(cfg, part.tres_billing_weights, "TRESBillingWeights", where)
     if name in cfg.partitions:
         raise ConfigError(f"{where}: partition {name} is declared twice")
     cfg.partitions[name] = part

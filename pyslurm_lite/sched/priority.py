@@ -36,14 +36,6 @@ def decayed(usage: float, elapsed: float, half_life: float) -> float:
     return usage * 0.5 ** (elapsed / half_life) if half_life > 0 else usage
 
 
-def fairshare(usage: dict[str, float], users) -> dict[str, float]:
-    """2^(−U/S) for each user, equal shares among `users`."""
-    users = set(users) | set(usage)
-    total = sum(usage.values())
-    share = 1.0 / max(len(users), 1)
-    return {u: 2.0 ** (-(usage.get(u, 0.0) / total if total else 0.0) / share) for u in users}
-
-
 def factors(eligible_since: float, now: float, cpus: int, total_cpus: int, partition_factor: float,
             fairshare_factor: float, weights: Weights, qos_factor: float = 0.0) -> dict[str, float]:
     return {

@@ -163,3 +163,17 @@ def test_an_unknown_slurm_conf_key_is_named_in_ignored():
     ignored = " ".join(cfg.ignored).lower()
     for item in ("nosuchkey=1", "bogus=2", "whatever=3"):
         assert item in ignored
+
+
+def test_accounting_words_and_weights_without_effect_are_named_in_ignored():
+    """AccountingStorageEnforce=safe/wckeys/nojobs/nosteps and weights of TRES no job counts
+    (energy, licenses) are accepted, as Slurm's slurm.conf has them, and named at start."""
+    cfg = config.parse("AccountingStorageEnforce=associations,limits,qos,safe,nojobs\n"
+                       "PriorityWeightTRES=GRES/gpu=1000,energy=5\nNodeName=n1 CPUs=1\n"
+                       "PartitionName=p Nodes=n1 TRESBillingWeights=\"CPU=1.0,license/matlab=3\"\n")
+    ignored = " ".join(cfg.ignored)
+    for item in ("AccountingStorageEnforce=safe", "AccountingStorageEnforce=nojobs",
+                 "energy=5", "license/matlab=3"):
+        assert item in ignored, ignored
+    for done in ("=associations", "=limits", "=qos", "gres/gpu", "cpu="):
+        assert done not in ignored, ignored

@@ -2,26 +2,15 @@
 
 import pytest
 
-from pyslurm_lite.sched.priority import Weights, combine, decayed, factors, fairshare
+from pyslurm_lite.sched.priority import Weights, combine, decayed, factors
 
 W = Weights(age=1000, fairshare=10000, jobsize=100, partition=10, max_age=100.0)
 
 
 def test_worked_example():
     f = factors(eligible_since=0, now=50, cpus=0, total_cpus=10, partition_factor=0.0,
-                fairshare_factor=fairshare({"a": 50.0, "b": 50.0}, ["a", "b"])["a"], weights=W)
+                fairshare_factor=2 ** -1, weights=W)  # used its share (classic)
     assert combine(f, Weights(age=1000, fairshare=10000, max_age=100.0)) == 5500
-
-
-@pytest.mark.parametrize("usage, users, want", [
-    ({}, ["a", "b"], {"a": 1.0, "b": 1.0}),                       # nobody used anything
-    ({"a": 100.0}, ["a", "b"], {"a": 0.25, "b": 1.0}),            # a used it all: 2^(-1/0.5)
-    ({"a": 50.0, "b": 50.0}, ["a", "b"], {"a": 0.5, "b": 0.5}),   # used exactly their share
-    ({"a": 30.0, "b": 10.0}, ["a", "b", "c"], {"a": 2 ** -2.25, "b": 2 ** -0.75, "c": 1.0}),
-])
-def test_fairshare(usage, users, want):
-    got = fairshare(usage, users)
-    assert got.keys() == want.keys() and all(abs(got[u] - want[u]) < 1e-9 for u in want)
 
 
 @pytest.mark.parametrize("since, now, cpus, want_age, want_size", [
