@@ -31,6 +31,8 @@ class GresDevice:
     type: str = ""
     file: str = ""
     index: int = 0
+    links: list[int] = field(default_factory=list)  # Links=: NVLinks to each GPU (-1 itself)
+    cores: str = ""  # Cores=: the cores close to this GPU, a cpulist
 
 
 @dataclass
@@ -45,6 +47,9 @@ class Config:
     database_url: str = ""
     auth_key_file: str = ""
     slurmd_spool_dir: str = ""
+    # MpsControlProgram= (ours): nvidia-cuda-mps-control, which the agent runs per GPU for the
+    # jobs using gres/mps (agent/mps.py); "": no MPS daemon is managed
+    mps_control_program: str = ""
     def_mem_per_cpu: int = 0
     def_mem_per_node: int = 0
     kill_wait: int = 30  # seconds between SIGTERM and SIGKILL
@@ -64,7 +69,14 @@ class Config:
     first_job_id: int = 1
     min_job_age: int = 300  # MinJobAge: seconds an ended job stays in memory; 0: for ever
     task_plugin: str = "task/cgroup"
+    mpi_default: str = "none"  # MpiDefault: srun's --mpi when none is given (none | pmi2)
     proctrack_type: str = "proctrack/auto"  # cgroup when the host has a usable hierarchy
+    # cgroup.conf beside slurm.conf (cgroupconf.py): CgroupPlugin, and what a job's cgroup
+    # enforces (ConstrainDevices/Cores/RAMSpace; YES unless the file says NO)
+    cgroup_plugin: str = "autodetect"
+    constrain_devices: bool = True
+    constrain_cores: bool = True
+    constrain_ram_space: bool = True
     gres_types: list[str] = field(default_factory=list)
     nodes: dict[str, NodeConfig] = field(default_factory=dict)
     partitions: dict[str, Partition] = field(default_factory=dict)
@@ -104,6 +116,12 @@ class Config:
     idle_gpu_threshold: float = 0.0  # IdleGPUThreshold (ours): percent a GPU must stay under
     idle_gpu_time: int = 0  # IdleGPUTime (ours): seconds under it before a job is flagged; 0 off
     idle_gpu_action: str = "none"  # IdleGPUAction (ours): none | notify | cancel | requeue
+    # GpuHealthAction (ours): what a GPU fault the agent sees (XID, ECC, retired pages, lost)
+    # does: drain the node (Slurm's way), take only that GPU out of scheduling, or log it
+    gpu_health_action: str = "drain"
+    # ForeignGpuAction (ours): a GPU busy with processes no job started is kept out of
+    # scheduling (exclude) or only reported (report)
+    foreign_gpu_action: str = "exclude"
     mail_prog: str = "/bin/mail"  # MailProg: called as MailProg -s SUBJECT USER, body on stdin
     mail_domain: str = ""  # MailDomain: appended to user names without an @
     smtp_server: str = ""  # SmtpServer=host[:port] (ours): mail sent over SMTP instead
@@ -115,6 +133,10 @@ class Config:
     # start with (empty: no per-job webhooks)
     webhook_allowed_urls: str = ""
     metrics_port: int = 0  # MetricsPort (ours): the controller's Prometheus /metrics; 0 off
+    # ---- network topology (topology.py)
+    topology_plugin: str = "topology/none"  # TopologyPlugin: topology/tree reads topology.conf
+    topology: object = None  # topology.Topology when topology/tree, else None
+    max_switch_wait: int = 300  # SchedulerParameters=max_switch_wait= (seconds): --switches' wait cap
     extra: dict[str, str] = field(default_factory=dict)
     # "file:line: Key=Value" of every key read but not implemented: daemons warn with each
     ignored: list[str] = field(default_factory=list)
@@ -153,7 +175,8 @@ def conf_path(explicit: str | None = None) -> str:
 
 
 def load(path: str | None = None) -> Config:
-    """Read slurm.conf (and gres.conf beside it); ConfigError when missing or malformed."""
+    """Read slurm.conf (and gres.conf, cgroup.conf beside it); ConfigError when missing or
+    malformed."""
     path = conf_path(path)
     try:
         with open(path, encoding="utf-8") as f:
@@ -165,6 +188,11 @@ def load(path: str | None = None) -> Config:
     if os.path.exists(gres_path):
         with open(gres_path, encoding="utf-8") as f:
             parse_gres(f.read(), gres_path, cfg)
+    if cfg.topology_plugin == "topology/tree":
+        from . import topology
+        cfg.topology = topology.load(os.path.dirname(os.path.abspath(path)), list(cfg.nodes))
+    from .cgroupconf import load_beside  # it reuses this module's line parsing
+    load_beside(path, cfg)
     return cfg
 
 
@@ -224,6 +252,7 @@ _SIMPLE_KEYS = {
     "databaseurl": ("database_url", str),
     "authkeyfile": ("auth_key_file", str),
     "slurmdspooldir": ("slurmd_spool_dir", str),
+    "mpscontrolprogram": ("mps_control_program", str),
     "defmempercpu": ("def_mem_per_cpu", int),
     "defmempernode": ("def_mem_per_node", int),
     "killwait": ("kill_wait", int),
@@ -238,6 +267,7 @@ _SIMPLE_KEYS = {
     "firstjobid": ("first_job_id", int),
     "minjobage": ("min_job_age", int),
     "taskplugin": ("task_plugin", str),
+    "mpidefault": ("mpi_default", str),
     "proctracktype": ("proctrack_type", str),
     "slurmuser": ("slurm_user", str),
     "maxarraysize": ("max_array_size", int),
@@ -257,6 +287,8 @@ _SIMPLE_KEYS = {
 }
 CHOICES = {  # keys whose value is one of a few words
     "idlegpuaction": ("idle_gpu_action", ("none", "notify", "cancel", "requeue")),
+    "gpuhealthaction": ("gpu_health_action", ("drain", "gpu", "none")),
+    "foreigngpuaction": ("foreign_gpu_action", ("exclude", "report")),
     "webhookformat": ("webhook_format", ("json", "slack")),
     "jobacctgathertype": ("job_acct_gather_type", ("jobacct_gather/cgroup", "jobacct_gather/linux",
                                                    "jobacct_gather/none")),
@@ -366,6 +398,11 @@ def _simple_key(cfg: Config, key: str, value: str, where: str) -> None:
         _options(cfg, value, AUTH_INFO_KEYS, "AuthInfo", where)
     elif key == "tlsparameters":
         _options(cfg, value, TLS_KEYS, "TLSParameters", where)
+    elif key == "topologyplugin":
+        from .topology import PLUGINS, plugin_of
+        cfg.topology_plugin = plugin_of(value, where)
+        if cfg.topology_plugin not in PLUGINS:  # Slurm's others: said at start, not applied
+            cfg.ignored.append(f"{where}: TopologyPlugin={value} (only topology/tree is implemented)")
     elif key == "grestypes":
         cfg.gres_types = [t for t in value.split(",") if t]
     elif key in _SIMPLE_KEYS:
@@ -520,6 +557,7 @@ def _qos_line(cfg: Config, pairs, where: str) -> None:
 PLUGIN_CHOICES = {
     "task_plugin": ("TaskPlugin", ("task/cgroup", "task/affinity", "task/none")),
     "proctrack_type": ("ProctrackType", ("proctrack/auto", "proctrack/cgroup", "proctrack/pgid")),
+    "mpi_default": ("MpiDefault", ("none", "pmi2")),  # agent/pmi.py's TYPES
 }
 
 
@@ -537,6 +575,8 @@ def _validate(cfg: Config) -> None:
     if cfg.max_array_size < 1:
         raise ConfigError(f"{cfg.path}: MaxArraySize={cfg.max_array_size} must be at least 1")
     _validate_rlimits(cfg)
+    from .topology import max_switch_wait
+    cfg.max_switch_wait = max_switch_wait(cfg.scheduler_parameters, cfg.path)
     if cfg.nodes and not cfg.partitions:
         raise ConfigError(f"{cfg.path}: no PartitionName line: jobs would have nowhere to run")
 
@@ -563,8 +603,22 @@ def parse_gres(text: str, path: str, cfg: Config) -> None:
         nodes = expand(opts["nodename"], where) if "nodename" in opts else list(cfg.nodes)
         files = expand(opts["file"], where) if "file" in opts else []
         count = _int(opts.get("count", str(len(files) or 1)), "Count", where, 1)
+        links, cores = _gres_topology(opts, where)
         for node in nodes:
             devs = cfg.gres_devices.setdefault(node, [])
             for i in range(max(count, len(files))):
                 devs.append(GresDevice(name=opts["name"], type=opts.get("type", ""),
-                                       file=files[i] if i < len(files) else "", index=len(devs)))
+                                       file=files[i] if i < len(files) else "", index=len(devs),
+                                       links=list(links), cores=cores))
+
+
+def _gres_topology(opts: dict, where: str) -> tuple[list[int], str]:
+    """gres.conf Links= ("-1,2,0,0": NVLinks to each GPU, -1 itself) and Cores= ("0-3,8")."""
+    try:
+        links = [int(v) for v in opts["links"].split(",")] if opts.get("links") else []
+    except ValueError:
+        raise ConfigError(f"{where}: Links={opts['links']}: want NVLink counts like -1,2,0,0") from None
+    cores = opts.get("cores", "")
+    if cores and not re.fullmatch(r"\d+(-\d+)?(,\d+(-\d+)?)*", cores):
+        raise ConfigError(f"{where}: Cores={cores}: want a core list like 0-3,8")
+    return links, cores

@@ -201,6 +201,15 @@ class JobSpec:
     priority: int = -1
     mail_type: str = ""  # --mail-type: "BEGIN,END,..." as given (controller/notify.py)
     mail_user: str = ""  # --mail-user: an address, or an http(s):// webhook
+    # --switches=N[@TIME] (sched/switches.py): at most N leaf switches (0: any), waited for up
+    # to TIME seconds (-1: not given, SchedulerParameters=max_switch_wait then)
+    req_switch: int = 0
+    wait4switch: int = -1
+    # --gpu-bind (agent/gpubind.py): each task's GPUs, e.g. "verbose,closest", "map_gpu:1,0"
+    gpu_bind: str = ""
+    # --gres-flags: "enforce-binding" (only cores bound to its GPUs by gres.conf Cores=) or
+    # "disable-binding" (cores anywhere); "" neither
+    gres_flags: str = ""
 
     def gpus_needed_per_node(self) -> int:
         """GPUs this job needs on each of its nodes, from whichever flag set them."""
@@ -250,6 +259,10 @@ class NodeAllocation:
     cpus: int
     mem: int
     gpus: list[int] = field(default_factory=list)
+    # gres/shard or gres/mps (sched/sharing.py): how many of share_name each GPU of `gpus` gives
+    # this job, the GPUs then being shared rather than held whole; empty: whole GPUs
+    shares: list[int] = field(default_factory=list)
+    share_name: str = ""
 
 
 @dataclass
@@ -366,6 +379,26 @@ class ForeignGpu:
 
 
 @dataclass
+class GpuShareUse:
+    """gres/shard or gres/mps in use on one GPU of a node (sched/sharing.py), for GresUsed."""
+
+    index: int
+    name: str = ""  # shard or mps
+    count: int = 0
+
+
+@dataclass
+class GpuFault:
+    """A GPU health problem the agent saw (agent/gpu_health.py): kind is xid, ecc,
+    retired_pending, remap_pending, remap_failure or lost; detail is how people read it
+    ("XID 79 (fallen off the bus)"), the drain reason's words."""
+
+    index: int
+    kind: str = ""
+    detail: str = ""
+
+
+@dataclass
 class GpuDevice:
     index: int
     type: str = ""
@@ -377,6 +410,17 @@ class GpuDevice:
     numa_node: int = -1
     simulated: bool = True
     file: str = ""
+    # interconnect, for choosing GPUs that talk fast (sched/gpu_topology.py): NVLinks to each
+    # GPU of the node in index order (Slurm's gres.conf Links=: -1 itself, 0 none), the PCIe
+    # switch it sits behind ("" unknown), the cores close to it (gres.conf Cores=, a cpulist)
+    links: list[int] = field(default_factory=list)
+    pci_switch: str = ""
+    cores: str = ""
+    # a MIG instance (agent/gpu.py with_mig): the physical GPU's index and its MIG slot there
+    # (-1: a whole GPU), and every device file a job using it needs (/dev/nvidiaN, its caps)
+    mig_parent: int = -1
+    mig_index: int = -1
+    mig_files: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -423,6 +467,10 @@ class Node:
     agent_version: str = ""
     # GPUs busy with processes no job started (agent's report): kept out of scheduling
     foreign_gpus: list["ForeignGpu"] = field(default_factory=list)
+    # GPUs out of scheduling for a fault (GpuHealthAction=gpu) until the node is resumed
+    gpu_faults: list["GpuFault"] = field(default_factory=list)
+    # gres/shard and gres/mps in use, per GPU (the controller's share_use, shown as GresUsed)
+    alloc_shares: list["GpuShareUse"] = field(default_factory=list)
 
     @property
     def name(self) -> str:

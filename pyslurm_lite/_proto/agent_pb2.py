@@ -26,7 +26,7 @@ _sym_db = _symbol_database.Default()
 from . import types_pb2 as pyslurm__lite_dot_v1_dot_types__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1bpyslurm_lite/v1/agent.proto\x12\x0fpyslurm_lite.v1\x1a\x1bpyslurm_lite/v1/types.proto\"\xaa\x05\n\nStepLaunch\x12!\n\x03job\x18\x01 \x01(\x0b\x32\x14.pyslurm_lite.v1.Job\x12\x0f\n\x07step_id\x18\x02 \x01(\x05\x12\x0c\n\x04\x61rgv\x18\x03 \x03(\t\x12\x31\n\x03\x65nv\x18\x04 \x03(\x0b\x32$.pyslurm_lite.v1.StepLaunch.EnvEntry\x12\x0b\n\x03\x63wd\x18\x05 \x01(\t\x12\x0b\n\x03uid\x18\x06 \x01(\x05\x12\x0b\n\x03gid\x18\x07 \x01(\x05\x12\x0e\n\x06groups\x18\x08 \x03(\x05\x12\x10\n\x08task_ids\x18\t \x03(\x05\x12\x0f\n\x07node_id\x18\n \x01(\x05\x12\x12\n\ncredential\x18\x0b \x01(\t\x12\x12\n\nstep_nodes\x18\x0c \x03(\t\x12\x1b\n\x13step_tasks_per_node\x18\r \x03(\x05\x12\x12\n\nnode_addrs\x18\x0e \x03(\t\x12\x0f\n\x07std_out\x18\x0f \x01(\t\x12\x0f\n\x07std_err\x18\x10 \x01(\t\x12\x14\n\x0cstdin_to_all\x18\x11 \x01(\x08\x12\x15\n\rcpus_per_task\x18\x12 \x01(\x05\x12\x0c\n\x04user\x18\x13 \x01(\t\x12\x12\n\nunbuffered\x18\x14 \x01(\x08\x12\x10\n\x08\x63pu_bind\x18\x15 \x01(\t\x12\x14\n\x0c\x64istribution\x18\x16 \x01(\t\x12\x12\n\nstdin_mode\x18\x17 \x01(\t\x12\x15\n\rgpus_per_task\x18\x18 \x01(\x05\x12\x0f\n\x07rlimits\x18\x19 \x03(\t\x12\x11\n\tsrun_host\x18\x1a \x01(\t\x12\x0b\n\x03pty\x18\x1b \x01(\x08\x12)\n\x07winsize\x18\x1c \x01(\x0b\x32\x18.pyslurm_lite.v1.Winsize\x12\x13\n\x0btask_prolog\x18\x1d \x01(\t\x12\x13\n\x0btask_epilog\x18\x1e \x01(\t\x1a*\n\x08\x45nvEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"%\n\x07Winsize\x12\x0c\n\x04rows\x18\x01 \x01(\x05\x12\x0c\n\x04\x63ols\x18\x02 \x01(\x05\"\xa7\x01\n\tStepInput\x12-\n\x06launch\x18\x01 \x01(\x0b\x32\x1b.pyslurm_lite.v1.StepLaunchH\x00\x12\x0f\n\x05stdin\x18\x02 \x01(\x0cH\x00\x12\x13\n\tstdin_eof\x18\x03 \x01(\x08H\x00\x12\x10\n\x06signal\x18\x04 \x01(\x05H\x00\x12+\n\x07winsize\x18\x05 \x01(\x0b\x32\x18.pyslurm_lite.v1.WinsizeH\x00\x42\x06\n\x04\x62ody\"\x93\x01\n\nStepOutput\x12\x0f\n\x07task_id\x18\x01 \x01(\x05\x12\x0e\n\x06stream\x18\x02 \x01(\x05\x12\x0c\n\x04\x64\x61ta\x18\x03 \x01(\x0c\x12\x0e\n\x06\x65xited\x18\x04 \x01(\x08\x12\x11\n\texit_code\x18\x05 \x01(\x05\x12\x13\n\x0b\x65xit_signal\x18\x06 \x01(\x05\x12\r\n\x05\x65rror\x18\x07 \x01(\t\x12\x0f\n\x07started\x18\x08 \x01(\x08\"\x12\n\x10\x41gentPingRequest\"L\n\x0e\x41gentPingReply\x12\x0c\n\x04node\x18\x01 \x01(\t\x12,\n\x07running\x18\x02 \x03(\x0b\x32\x1b.pyslurm_lite.v1.RunningJob\"\x81\x01\n\x11LaunchJobsRequest\x12\"\n\x04jobs\x18\x01 \x03(\x0b\x32\x14.pyslurm_lite.v1.Job\x12\x10\n\x08instance\x18\x02 \x01(\t\x12\x12\n\nnode_addrs\x18\x03 \x03(\t\x12\r\n\x05\x65poch\x18\x04 \x01(\t\x12\x13\n\x0b\x63redentials\x18\x05 \x03(\t\"#\n\x0fLaunchJobsReply\x12\x10\n\x08\x61\x63\x63\x65pted\x18\x01 \x03(\x03\"\x97\x01\n\x11SignalJobsRequest\x12\x0f\n\x07job_ids\x18\x01 \x03(\x03\x12\x0e\n\x06signal\x18\x02 \x01(\x05\x12\x12\n\nbatch_only\x18\x03 \x01(\x08\x12\x11\n\tterminate\x18\x04 \x01(\x08\x12\x0e\n\x06reason\x18\x05 \x01(\t\x12\x12\n\nsteps_only\x18\x06 \x01(\x08\x12\x16\n\x0erestart_counts\x18\x07 \x03(\x05\"\"\n\x0fSignalJobsReply\x12\x0f\n\x07job_ids\x18\x01 \x03(\x03\x32\xc6\x02\n\x05\x41gent\x12J\n\x04Ping\x12!.pyslurm_lite.v1.AgentPingRequest\x1a\x1f.pyslurm_lite.v1.AgentPingReply\x12R\n\nLaunchJobs\x12\".pyslurm_lite.v1.LaunchJobsRequest\x1a .pyslurm_lite.v1.LaunchJobsReply\x12R\n\nSignalJobs\x12\".pyslurm_lite.v1.SignalJobsRequest\x1a .pyslurm_lite.v1.SignalJobsReply\x12I\n\nLaunchStep\x12\x1a.pyslurm_lite.v1.StepInput\x1a\x1b.pyslurm_lite.v1.StepOutput(\x01\x30\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1bpyslurm_lite/v1/agent.proto\x12\x0fpyslurm_lite.v1\x1a\x1bpyslurm_lite/v1/types.proto\"\xaa\x05\n\nStepLaunch\x12!\n\x03job\x18\x01 \x01(\x0b\x32\x14.pyslurm_lite.v1.Job\x12\x0f\n\x07step_id\x18\x02 \x01(\x05\x12\x0c\n\x04\x61rgv\x18\x03 \x03(\t\x12\x31\n\x03\x65nv\x18\x04 \x03(\x0b\x32$.pyslurm_lite.v1.StepLaunch.EnvEntry\x12\x0b\n\x03\x63wd\x18\x05 \x01(\t\x12\x0b\n\x03uid\x18\x06 \x01(\x05\x12\x0b\n\x03gid\x18\x07 \x01(\x05\x12\x0e\n\x06groups\x18\x08 \x03(\x05\x12\x10\n\x08task_ids\x18\t \x03(\x05\x12\x0f\n\x07node_id\x18\n \x01(\x05\x12\x12\n\ncredential\x18\x0b \x01(\t\x12\x12\n\nstep_nodes\x18\x0c \x03(\t\x12\x1b\n\x13step_tasks_per_node\x18\r \x03(\x05\x12\x12\n\nnode_addrs\x18\x0e \x03(\t\x12\x0f\n\x07std_out\x18\x0f \x01(\t\x12\x0f\n\x07std_err\x18\x10 \x01(\t\x12\x14\n\x0cstdin_to_all\x18\x11 \x01(\x08\x12\x15\n\rcpus_per_task\x18\x12 \x01(\x05\x12\x0c\n\x04user\x18\x13 \x01(\t\x12\x12\n\nunbuffered\x18\x14 \x01(\x08\x12\x10\n\x08\x63pu_bind\x18\x15 \x01(\t\x12\x14\n\x0c\x64istribution\x18\x16 \x01(\t\x12\x12\n\nstdin_mode\x18\x17 \x01(\t\x12\x15\n\rgpus_per_task\x18\x18 \x01(\x05\x12\x0f\n\x07rlimits\x18\x19 \x03(\t\x12\x11\n\tsrun_host\x18\x1a \x01(\t\x12\x0b\n\x03pty\x18\x1b \x01(\x08\x12)\n\x07winsize\x18\x1c \x01(\x0b\x32\x18.pyslurm_lite.v1.Winsize\x12\x13\n\x0btask_prolog\x18\x1d \x01(\t\x12\x13\n\x0btask_epilog\x18\x1e \x01(\t\x1a*\n\x08\x45nvEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"%\n\x07Winsize\x12\x0c\n\x04rows\x18\x01 \x01(\x05\x12\x0c\n\x04\x63ols\x18\x02 \x01(\x05\"\xd6\x01\n\tStepInput\x12-\n\x06launch\x18\x01 \x01(\x0b\x32\x1b.pyslurm_lite.v1.StepLaunchH\x00\x12\x0f\n\x05stdin\x18\x02 \x01(\x0cH\x00\x12\x13\n\tstdin_eof\x18\x03 \x01(\x08H\x00\x12\x10\n\x06signal\x18\x04 \x01(\x05H\x00\x12+\n\x07winsize\x18\x05 \x01(\x0b\x32\x18.pyslurm_lite.v1.WinsizeH\x00\x12-\n\x08pmi_done\x18\x06 \x01(\x0b\x32\x19.pyslurm_lite.v1.PmiFenceH\x00\x42\x06\n\x04\x62ody\"\xef\x01\n\nStepOutput\x12\x0f\n\x07task_id\x18\x01 \x01(\x05\x12\x0e\n\x06stream\x18\x02 \x01(\x05\x12\x0c\n\x04\x64\x61ta\x18\x03 \x01(\x0c\x12\x0e\n\x06\x65xited\x18\x04 \x01(\x08\x12\x11\n\texit_code\x18\x05 \x01(\x05\x12\x13\n\x0b\x65xit_signal\x18\x06 \x01(\x05\x12\r\n\x05\x65rror\x18\x07 \x01(\t\x12\x0f\n\x07started\x18\x08 \x01(\x08\x12,\n\tpmi_fence\x18\t \x01(\x0b\x32\x19.pyslurm_lite.v1.PmiFence\x12,\n\tpmi_abort\x18\n \x01(\x0b\x32\x19.pyslurm_lite.v1.PmiAbort\"t\n\x08PmiFence\x12\x0b\n\x03seq\x18\x01 \x01(\x05\x12/\n\x03kvs\x18\x02 \x03(\x0b\x32\".pyslurm_lite.v1.PmiFence.KvsEntry\x1a*\n\x08KvsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"?\n\x08PmiAbort\x12\x0f\n\x07task_id\x18\x01 \x01(\x05\x12\x11\n\texit_code\x18\x02 \x01(\x05\x12\x0f\n\x07message\x18\x03 \x01(\t\"\x12\n\x10\x41gentPingRequest\"L\n\x0e\x41gentPingReply\x12\x0c\n\x04node\x18\x01 \x01(\t\x12,\n\x07running\x18\x02 \x03(\x0b\x32\x1b.pyslurm_lite.v1.RunningJob\"\x81\x01\n\x11LaunchJobsRequest\x12\"\n\x04jobs\x18\x01 \x03(\x0b\x32\x14.pyslurm_lite.v1.Job\x12\x10\n\x08instance\x18\x02 \x01(\t\x12\x12\n\nnode_addrs\x18\x03 \x03(\t\x12\r\n\x05\x65poch\x18\x04 \x01(\t\x12\x13\n\x0b\x63redentials\x18\x05 \x03(\t\"#\n\x0fLaunchJobsReply\x12\x10\n\x08\x61\x63\x63\x65pted\x18\x01 \x03(\x03\"\x97\x01\n\x11SignalJobsRequest\x12\x0f\n\x07job_ids\x18\x01 \x03(\x03\x12\x0e\n\x06signal\x18\x02 \x01(\x05\x12\x12\n\nbatch_only\x18\x03 \x01(\x08\x12\x11\n\tterminate\x18\x04 \x01(\x08\x12\x0e\n\x06reason\x18\x05 \x01(\t\x12\x12\n\nsteps_only\x18\x06 \x01(\x08\x12\x16\n\x0erestart_counts\x18\x07 \x03(\x05\"\"\n\x0fSignalJobsReply\x12\x0f\n\x07job_ids\x18\x01 \x03(\x03\x32\xc6\x02\n\x05\x41gent\x12J\n\x04Ping\x12!.pyslurm_lite.v1.AgentPingRequest\x1a\x1f.pyslurm_lite.v1.AgentPingReply\x12R\n\nLaunchJobs\x12\".pyslurm_lite.v1.LaunchJobsRequest\x1a .pyslurm_lite.v1.LaunchJobsReply\x12R\n\nSignalJobs\x12\".pyslurm_lite.v1.SignalJobsRequest\x1a .pyslurm_lite.v1.SignalJobsReply\x12I\n\nLaunchStep\x12\x1a.pyslurm_lite.v1.StepInput\x1a\x1b.pyslurm_lite.v1.StepOutput(\x01\x30\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -35,6 +35,8 @@ if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_STEPLAUNCH_ENVENTRY']._loaded_options = None
   _globals['_STEPLAUNCH_ENVENTRY']._serialized_options = b'8\001'
+  _globals['_PMIFENCE_KVSENTRY']._loaded_options = None
+  _globals['_PMIFENCE_KVSENTRY']._serialized_options = b'8\001'
   _globals['_STEPLAUNCH']._serialized_start=78
   _globals['_STEPLAUNCH']._serialized_end=760
   _globals['_STEPLAUNCH_ENVENTRY']._serialized_start=718
@@ -42,21 +44,27 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_WINSIZE']._serialized_start=762
   _globals['_WINSIZE']._serialized_end=799
   _globals['_STEPINPUT']._serialized_start=802
-  _globals['_STEPINPUT']._serialized_end=969
-  _globals['_STEPOUTPUT']._serialized_start=972
-  _globals['_STEPOUTPUT']._serialized_end=1119
-  _globals['_AGENTPINGREQUEST']._serialized_start=1121
-  _globals['_AGENTPINGREQUEST']._serialized_end=1139
-  _globals['_AGENTPINGREPLY']._serialized_start=1141
-  _globals['_AGENTPINGREPLY']._serialized_end=1217
-  _globals['_LAUNCHJOBSREQUEST']._serialized_start=1220
-  _globals['_LAUNCHJOBSREQUEST']._serialized_end=1349
-  _globals['_LAUNCHJOBSREPLY']._serialized_start=1351
-  _globals['_LAUNCHJOBSREPLY']._serialized_end=1386
-  _globals['_SIGNALJOBSREQUEST']._serialized_start=1389
-  _globals['_SIGNALJOBSREQUEST']._serialized_end=1540
-  _globals['_SIGNALJOBSREPLY']._serialized_start=1542
-  _globals['_SIGNALJOBSREPLY']._serialized_end=1576
-  _globals['_AGENT']._serialized_start=1579
-  _globals['_AGENT']._serialized_end=1905
+  _globals['_STEPINPUT']._serialized_end=1016
+  _globals['_STEPOUTPUT']._serialized_start=1019
+  _globals['_STEPOUTPUT']._serialized_end=1258
+  _globals['_PMIFENCE']._serialized_start=1260
+  _globals['_PMIFENCE']._serialized_end=1376
+  _globals['_PMIFENCE_KVSENTRY']._serialized_start=1334
+  _globals['_PMIFENCE_KVSENTRY']._serialized_end=1376
+  _globals['_PMIABORT']._serialized_start=1378
+  _globals['_PMIABORT']._serialized_end=1441
+  _globals['_AGENTPINGREQUEST']._serialized_start=1443
+  _globals['_AGENTPINGREQUEST']._serialized_end=1461
+  _globals['_AGENTPINGREPLY']._serialized_start=1463
+  _globals['_AGENTPINGREPLY']._serialized_end=1539
+  _globals['_LAUNCHJOBSREQUEST']._serialized_start=1542
+  _globals['_LAUNCHJOBSREQUEST']._serialized_end=1671
+  _globals['_LAUNCHJOBSREPLY']._serialized_start=1673
+  _globals['_LAUNCHJOBSREPLY']._serialized_end=1708
+  _globals['_SIGNALJOBSREQUEST']._serialized_start=1711
+  _globals['_SIGNALJOBSREQUEST']._serialized_end=1862
+  _globals['_SIGNALJOBSREPLY']._serialized_start=1864
+  _globals['_SIGNALJOBSREPLY']._serialized_end=1898
+  _globals['_AGENT']._serialized_start=1901
+  _globals['_AGENT']._serialized_end=2227
 # @@protoc_insertion_point(module_scope)

@@ -87,21 +87,23 @@ class Winsize(_message.Message):
     def __init__(self, rows: _Optional[int] = ..., cols: _Optional[int] = ...) -> None: ...
 
 class StepInput(_message.Message):
-    __slots__ = ("launch", "stdin", "stdin_eof", "signal", "winsize")
+    __slots__ = ("launch", "stdin", "stdin_eof", "signal", "winsize", "pmi_done")
     LAUNCH_FIELD_NUMBER: _ClassVar[int]
     STDIN_FIELD_NUMBER: _ClassVar[int]
     STDIN_EOF_FIELD_NUMBER: _ClassVar[int]
     SIGNAL_FIELD_NUMBER: _ClassVar[int]
     WINSIZE_FIELD_NUMBER: _ClassVar[int]
+    PMI_DONE_FIELD_NUMBER: _ClassVar[int]
     launch: StepLaunch
     stdin: bytes
     stdin_eof: bool
     signal: int
     winsize: Winsize
-    def __init__(self, launch: _Optional[_Union[StepLaunch, _Mapping]] = ..., stdin: _Optional[bytes] = ..., stdin_eof: _Optional[bool] = ..., signal: _Optional[int] = ..., winsize: _Optional[_Union[Winsize, _Mapping]] = ...) -> None: ...
+    pmi_done: PmiFence
+    def __init__(self, launch: _Optional[_Union[StepLaunch, _Mapping]] = ..., stdin: _Optional[bytes] = ..., stdin_eof: _Optional[bool] = ..., signal: _Optional[int] = ..., winsize: _Optional[_Union[Winsize, _Mapping]] = ..., pmi_done: _Optional[_Union[PmiFence, _Mapping]] = ...) -> None: ...
 
 class StepOutput(_message.Message):
-    __slots__ = ("task_id", "stream", "data", "exited", "exit_code", "exit_signal", "error", "started")
+    __slots__ = ("task_id", "stream", "data", "exited", "exit_code", "exit_signal", "error", "started", "pmi_fence", "pmi_abort")
     TASK_ID_FIELD_NUMBER: _ClassVar[int]
     STREAM_FIELD_NUMBER: _ClassVar[int]
     DATA_FIELD_NUMBER: _ClassVar[int]
@@ -110,6 +112,8 @@ class StepOutput(_message.Message):
     EXIT_SIGNAL_FIELD_NUMBER: _ClassVar[int]
     ERROR_FIELD_NUMBER: _ClassVar[int]
     STARTED_FIELD_NUMBER: _ClassVar[int]
+    PMI_FENCE_FIELD_NUMBER: _ClassVar[int]
+    PMI_ABORT_FIELD_NUMBER: _ClassVar[int]
     task_id: int
     stream: int
     data: bytes
@@ -118,7 +122,34 @@ class StepOutput(_message.Message):
     exit_signal: int
     error: str
     started: bool
-    def __init__(self, task_id: _Optional[int] = ..., stream: _Optional[int] = ..., data: _Optional[bytes] = ..., exited: _Optional[bool] = ..., exit_code: _Optional[int] = ..., exit_signal: _Optional[int] = ..., error: _Optional[str] = ..., started: _Optional[bool] = ...) -> None: ...
+    pmi_fence: PmiFence
+    pmi_abort: PmiAbort
+    def __init__(self, task_id: _Optional[int] = ..., stream: _Optional[int] = ..., data: _Optional[bytes] = ..., exited: _Optional[bool] = ..., exit_code: _Optional[int] = ..., exit_signal: _Optional[int] = ..., error: _Optional[str] = ..., started: _Optional[bool] = ..., pmi_fence: _Optional[_Union[PmiFence, _Mapping]] = ..., pmi_abort: _Optional[_Union[PmiAbort, _Mapping]] = ...) -> None: ...
+
+class PmiFence(_message.Message):
+    __slots__ = ("seq", "kvs")
+    class KvsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    SEQ_FIELD_NUMBER: _ClassVar[int]
+    KVS_FIELD_NUMBER: _ClassVar[int]
+    seq: int
+    kvs: _containers.ScalarMap[str, str]
+    def __init__(self, seq: _Optional[int] = ..., kvs: _Optional[_Mapping[str, str]] = ...) -> None: ...
+
+class PmiAbort(_message.Message):
+    __slots__ = ("task_id", "exit_code", "message")
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    EXIT_CODE_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    task_id: int
+    exit_code: int
+    message: str
+    def __init__(self, task_id: _Optional[int] = ..., exit_code: _Optional[int] = ..., message: _Optional[str] = ...) -> None: ...
 
 class AgentPingRequest(_message.Message):
     __slots__ = ()

@@ -211,7 +211,7 @@ class RegisterNodeReply(_message.Message):
     def __init__(self, instance: _Optional[str] = ..., kill_job_ids: _Optional[_Iterable[int]] = ..., heartbeat_interval: _Optional[float] = ..., epoch: _Optional[str] = ...) -> None: ...
 
 class NodeHeartbeatRequest(_message.Message):
-    __slots__ = ("node", "instance", "running", "free_memory", "cpu_load", "health_error", "usage", "foreign_gpus")
+    __slots__ = ("node", "instance", "running", "free_memory", "cpu_load", "health_error", "usage", "foreign_gpus", "gpu_faults")
     NODE_FIELD_NUMBER: _ClassVar[int]
     INSTANCE_FIELD_NUMBER: _ClassVar[int]
     RUNNING_FIELD_NUMBER: _ClassVar[int]
@@ -220,6 +220,7 @@ class NodeHeartbeatRequest(_message.Message):
     HEALTH_ERROR_FIELD_NUMBER: _ClassVar[int]
     USAGE_FIELD_NUMBER: _ClassVar[int]
     FOREIGN_GPUS_FIELD_NUMBER: _ClassVar[int]
+    GPU_FAULTS_FIELD_NUMBER: _ClassVar[int]
     node: str
     instance: str
     running: _containers.RepeatedCompositeFieldContainer[_types_pb2.RunningJob]
@@ -228,7 +229,8 @@ class NodeHeartbeatRequest(_message.Message):
     health_error: str
     usage: _containers.RepeatedCompositeFieldContainer[_types_pb2.UsageSample]
     foreign_gpus: _containers.RepeatedCompositeFieldContainer[_types_pb2.ForeignGpu]
-    def __init__(self, node: _Optional[str] = ..., instance: _Optional[str] = ..., running: _Optional[_Iterable[_Union[_types_pb2.RunningJob, _Mapping]]] = ..., free_memory: _Optional[int] = ..., cpu_load: _Optional[float] = ..., health_error: _Optional[str] = ..., usage: _Optional[_Iterable[_Union[_types_pb2.UsageSample, _Mapping]]] = ..., foreign_gpus: _Optional[_Iterable[_Union[_types_pb2.ForeignGpu, _Mapping]]] = ...) -> None: ...
+    gpu_faults: _containers.RepeatedCompositeFieldContainer[_types_pb2.GpuFault]
+    def __init__(self, node: _Optional[str] = ..., instance: _Optional[str] = ..., running: _Optional[_Iterable[_Union[_types_pb2.RunningJob, _Mapping]]] = ..., free_memory: _Optional[int] = ..., cpu_load: _Optional[float] = ..., health_error: _Optional[str] = ..., usage: _Optional[_Iterable[_Union[_types_pb2.UsageSample, _Mapping]]] = ..., foreign_gpus: _Optional[_Iterable[_Union[_types_pb2.ForeignGpu, _Mapping]]] = ..., gpu_faults: _Optional[_Iterable[_Union[_types_pb2.GpuFault, _Mapping]]] = ...) -> None: ...
 
 class NodeHeartbeatReply(_message.Message):
     __slots__ = ("reregister",)

@@ -166,6 +166,22 @@ MESSAGES = {
         ('numa_node', 8, 'int32', 0, None),
         ('simulated', 9, 'bool', 0, None),
         ('file', 10, 'string', 0, None),
+        ('links', 11, 'int32', 1, None),
+        ('pci_switch', 12, 'string', 0, None),
+        ('cores', 13, 'string', 0, None),
+        ('mig_parent', 14, 'int32', 0, None),
+        ('mig_index', 15, 'int32', 0, None),
+        ('mig_files', 16, 'string', 1, None),
+    ),
+    'GpuFault': (
+        ('index', 1, 'int32', 0, None),
+        ('kind', 2, 'string', 0, None),
+        ('detail', 3, 'string', 0, None),
+    ),
+    'GpuShareUse': (
+        ('index', 1, 'int32', 0, None),
+        ('name', 2, 'string', 0, None),
+        ('count', 3, 'int32', 0, None),
     ),
     'GresRequest': (
         ('name', 1, 'string', 0, None),
@@ -299,6 +315,10 @@ MESSAGES = {
         ('priority', 57, 'int64', 0, None),
         ('mail_type', 58, 'string', 0, None),
         ('mail_user', 59, 'string', 0, None),
+        ('req_switch', 60, 'int32', 0, None),
+        ('wait4switch', 61, 'int32', 0, None),
+        ('gpu_bind', 62, 'string', 0, None),
+        ('gres_flags', 63, 'string', 0, None),
     ),
     'LaunchJobsReply': (
         ('accepted', 1, 'int64', 1, None),
@@ -329,12 +349,16 @@ MESSAGES = {
         ('cpu_load', 16, 'double', 0, None),
         ('agent_version', 17, 'string', 0, None),
         ('foreign_gpus', 18, 'message', 1, 'ForeignGpu'),
+        ('gpu_faults', 19, 'message', 1, 'GpuFault'),
+        ('alloc_shares', 20, 'message', 1, 'GpuShareUse'),
     ),
     'NodeAllocation': (
         ('node', 1, 'string', 0, None),
         ('cpus', 2, 'int32', 0, None),
         ('mem', 3, 'int64', 0, None),
         ('gpus', 4, 'int32', 1, None),
+        ('shares', 5, 'int32', 1, None),
+        ('share_name', 6, 'string', 0, None),
     ),
     'NodeConfig': (
         ('name', 1, 'string', 0, None),
@@ -362,6 +386,7 @@ MESSAGES = {
         ('health_error', 6, 'string', 0, None),
         ('usage', 7, 'message', 1, 'UsageSample'),
         ('foreign_gpus', 8, 'message', 1, 'ForeignGpu'),
+        ('gpu_faults', 9, 'message', 1, 'GpuFault'),
     ),
     'Partition': (
         ('name', 1, 'string', 0, None),
@@ -385,6 +410,15 @@ MESSAGES = {
         ('now', 3, 'double', 0, None),
     ),
     'PingRequest': (
+    ),
+    'PmiAbort': (
+        ('task_id', 1, 'int32', 0, None),
+        ('exit_code', 2, 'int32', 0, None),
+        ('message', 3, 'string', 0, None),
+    ),
+    'PmiFence': (
+        ('seq', 1, 'int32', 0, None),
+        ('kvs', 2, 'map', 0, ('string', 'string', None)),
     ),
     'RegisterNodeReply': (
         ('instance', 1, 'string', 0, None),
@@ -488,6 +522,7 @@ MESSAGES = {
         ('stdin_eof', 3, 'bool', 2, None),
         ('signal', 4, 'int32', 2, None),
         ('winsize', 5, 'message', 2, 'Winsize'),
+        ('pmi_done', 6, 'message', 2, 'PmiFence'),
     ),
     'StepLaunch': (
         ('job', 1, 'message', 0, 'Job'),
@@ -536,6 +571,8 @@ MESSAGES = {
         ('exit_signal', 6, 'int32', 0, None),
         ('error', 7, 'string', 0, None),
         ('started', 8, 'bool', 0, None),
+        ('pmi_fence', 9, 'message', 0, 'PmiFence'),
+        ('pmi_abort', 10, 'message', 0, 'PmiAbort'),
     ),
     'SubmitJobReply': (
         ('job_id', 1, 'int64', 0, None),

@@ -17,7 +17,7 @@ class GresRequest(_message.Message):
     def __init__(self, name: _Optional[str] = ..., type: _Optional[str] = ..., count: _Optional[int] = ...) -> None: ...
 
 class JobSpec(_message.Message):
-    __slots__ = ("name", "script", "argv", "work_dir", "std_out", "std_err", "std_in", "open_mode", "partition", "account", "qos", "num_nodes", "num_tasks", "ntasks_set", "cpus_per_task", "ntasks_per_node", "mem_per_node", "mem_per_cpu", "time_limit", "gres", "gpus", "gpus_per_node", "gpu_type", "environment", "export", "begin_time", "hold", "user", "uid", "gid", "groups", "submit_host", "nice", "requeue", "constraint", "exclusive", "comment", "nodelist", "exclude", "signal", "batch", "submit_dir", "array", "cpus_per_gpu", "mem_per_gpu", "dependency", "kill_on_invalid_dep", "reservation", "gpus_per_task", "max_nodes", "min_cpus_per_node", "overcommit", "mem_whole_node", "exclusive_user", "rlimits", "deadline", "priority", "mail_type", "mail_user")
+    __slots__ = ("name", "script", "argv", "work_dir", "std_out", "std_err", "std_in", "open_mode", "partition", "account", "qos", "num_nodes", "num_tasks", "ntasks_set", "cpus_per_task", "ntasks_per_node", "mem_per_node", "mem_per_cpu", "time_limit", "gres", "gpus", "gpus_per_node", "gpu_type", "environment", "export", "begin_time", "hold", "user", "uid", "gid", "groups", "submit_host", "nice", "requeue", "constraint", "exclusive", "comment", "nodelist", "exclude", "signal", "batch", "submit_dir", "array", "cpus_per_gpu", "mem_per_gpu", "dependency", "kill_on_invalid_dep", "reservation", "gpus_per_task", "max_nodes", "min_cpus_per_node", "overcommit", "mem_whole_node", "exclusive_user", "rlimits", "deadline", "priority", "mail_type", "mail_user", "req_switch", "wait4switch", "gpu_bind", "gres_flags")
     class EnvironmentEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -84,6 +84,10 @@ class JobSpec(_message.Message):
     PRIORITY_FIELD_NUMBER: _ClassVar[int]
     MAIL_TYPE_FIELD_NUMBER: _ClassVar[int]
     MAIL_USER_FIELD_NUMBER: _ClassVar[int]
+    REQ_SWITCH_FIELD_NUMBER: _ClassVar[int]
+    WAIT4SWITCH_FIELD_NUMBER: _ClassVar[int]
+    GPU_BIND_FIELD_NUMBER: _ClassVar[int]
+    GRES_FLAGS_FIELD_NUMBER: _ClassVar[int]
     name: str
     script: str
     argv: _containers.RepeatedScalarFieldContainer[str]
@@ -143,19 +147,27 @@ class JobSpec(_message.Message):
     priority: int
     mail_type: str
     mail_user: str
-    def __init__(self, name: _Optional[str] = ..., script: _Optional[str] = ..., argv: _Optional[_Iterable[str]] = ..., work_dir: _Optional[str] = ..., std_out: _Optional[str] = ..., std_err: _Optional[str] = ..., std_in: _Optional[str] = ..., open_mode: _Optional[str] = ..., partition: _Optional[str] = ..., account: _Optional[str] = ..., qos: _Optional[str] = ..., num_nodes: _Optional[int] = ..., num_tasks: _Optional[int] = ..., ntasks_set: _Optional[bool] = ..., cpus_per_task: _Optional[int] = ..., ntasks_per_node: _Optional[int] = ..., mem_per_node: _Optional[int] = ..., mem_per_cpu: _Optional[int] = ..., time_limit: _Optional[int] = ..., gres: _Optional[_Iterable[_Union[GresRequest, _Mapping]]] = ..., gpus: _Optional[int] = ..., gpus_per_node: _Optional[int] = ..., gpu_type: _Optional[str] = ..., environment: _Optional[_Mapping[str, str]] = ..., export: _Optional[str] = ..., begin_time: _Optional[float] = ..., hold: _Optional[bool] = ..., user: _Optional[str] = ..., uid: _Optional[int] = ..., gid: _Optional[int] = ..., groups: _Optional[_Iterable[int]] = ..., submit_host: _Optional[str] = ..., nice: _Optional[int] = ..., requeue: _Optional[bool] = ..., constraint: _Optional[str] = ..., exclusive: _Optional[bool] = ..., comment: _Optional[str] = ..., nodelist: _Optional[str] = ..., exclude: _Optional[str] = ..., signal: _Optional[str] = ..., batch: _Optional[bool] = ..., submit_dir: _Optional[str] = ..., array: _Optional[str] = ..., cpus_per_gpu: _Optional[int] = ..., mem_per_gpu: _Optional[int] = ..., dependency: _Optional[str] = ..., kill_on_invalid_dep: _Optional[bool] = ..., reservation: _Optional[str] = ..., gpus_per_task: _Optional[int] = ..., max_nodes: _Optional[int] = ..., min_cpus_per_node: _Optional[int] = ..., overcommit: _Optional[bool] = ..., mem_whole_node: _Optional[bool] = ..., exclusive_user: _Optional[bool] = ..., rlimits: _Optional[_Iterable[str]] = ..., deadline: _Optional[float] = ..., priority: _Optional[int] = ..., mail_type: _Optional[str] = ..., mail_user: _Optional[str] = ...) -> None: ...
+    req_switch: int
+    wait4switch: int
+    gpu_bind: str
+    gres_flags: str
+    def __init__(self, name: _Optional[str] = ..., script: _Optional[str] = ..., argv: _Optional[_Iterable[str]] = ..., work_dir: _Optional[str] = ..., std_out: _Optional[str] = ..., std_err: _Optional[str] = ..., std_in: _Optional[str] = ..., open_mode: _Optional[str] = ..., partition: _Optional[str] = ..., account: _Optional[str] = ..., qos: _Optional[str] = ..., num_nodes: _Optional[int] = ..., num_tasks: _Optional[int] = ..., ntasks_set: _Optional[bool] = ..., cpus_per_task: _Optional[int] = ..., ntasks_per_node: _Optional[int] = ..., mem_per_node: _Optional[int] = ..., mem_per_cpu: _Optional[int] = ..., time_limit: _Optional[int] = ..., gres: _Optional[_Iterable[_Union[GresRequest, _Mapping]]] = ..., gpus: _Optional[int] = ..., gpus_per_node: _Optional[int] = ..., gpu_type: _Optional[str] = ..., environment: _Optional[_Mapping[str, str]] = ..., export: _Optional[str] = ..., begin_time: _Optional[float] = ..., hold: _Optional[bool] = ..., user: _Optional[str] = ..., uid: _Optional[int] = ..., gid: _Optional[int] = ..., groups: _Optional[_Iterable[int]] = ..., submit_host: _Optional[str] = ..., nice: _Optional[int] = ..., requeue: _Optional[bool] = ..., constraint: _Optional[str] = ..., exclusive: _Optional[bool] = ..., comment: _Optional[str] = ..., nodelist: _Optional[str] = ..., exclude: _Optional[str] = ..., signal: _Optional[str] = ..., batch: _Optional[bool] = ..., submit_dir: _Optional[str] = ..., array: _Optional[str] = ..., cpus_per_gpu: _Optional[int] = ..., mem_per_gpu: _Optional[int] = ..., dependency: _Optional[str] = ..., kill_on_invalid_dep: _Optional[bool] = ..., reservation: _Optional[str] = ..., gpus_per_task: _Optional[int] = ..., max_nodes: _Optional[int] = ..., min_cpus_per_node: _Optional[int] = ..., overcommit: _Optional[bool] = ..., mem_whole_node: _Optional[bool] = ..., exclusive_user: _Optional[bool] = ..., rlimits: _Optional[_Iterable[str]] = ..., deadline: _Optional[float] = ..., priority: _Optional[int] = ..., mail_type: _Optional[str] = ..., mail_user: _Optional[str] = ..., req_switch: _Optional[int] = ..., wait4switch: _Optional[int] = ..., gpu_bind: _Optional[str] = ..., gres_flags: _Optional[str] = ...) -> None: ...
 
 class NodeAllocation(_message.Message):
-    __slots__ = ("node", "cpus", "mem", "gpus")
+    __slots__ = ("node", "cpus", "mem", "gpus", "shares", "share_name")
     NODE_FIELD_NUMBER: _ClassVar[int]
     CPUS_FIELD_NUMBER: _ClassVar[int]
     MEM_FIELD_NUMBER: _ClassVar[int]
     GPUS_FIELD_NUMBER: _ClassVar[int]
+    SHARES_FIELD_NUMBER: _ClassVar[int]
+    SHARE_NAME_FIELD_NUMBER: _ClassVar[int]
     node: str
     cpus: int
     mem: int
     gpus: _containers.RepeatedScalarFieldContainer[int]
-    def __init__(self, node: _Optional[str] = ..., cpus: _Optional[int] = ..., mem: _Optional[int] = ..., gpus: _Optional[_Iterable[int]] = ...) -> None: ...
+    shares: _containers.RepeatedScalarFieldContainer[int]
+    share_name: str
+    def __init__(self, node: _Optional[str] = ..., cpus: _Optional[int] = ..., mem: _Optional[int] = ..., gpus: _Optional[_Iterable[int]] = ..., shares: _Optional[_Iterable[int]] = ..., share_name: _Optional[str] = ...) -> None: ...
 
 class Job(_message.Message):
     __slots__ = ("job_id", "spec", "state", "reason", "priority", "submit_time", "eligible_time", "start_time", "end_time", "exit_code", "exit_signal", "allocations", "restart_count", "held", "held_by_admin", "time_limit", "partition", "master_port", "batch_host", "steps", "next_step_id", "expected_start", "array_job_id", "array_task_id", "array_limit", "array_tasks", "factors", "preempt_time", "preempt_mode", "cancelled_by", "state_desc", "direct_priority", "admin_comment", "billing", "usage")
@@ -330,8 +342,28 @@ class Step(_message.Message):
     overlap: bool
     def __init__(self, step_id: _Optional[int] = ..., name: _Optional[str] = ..., state: _Optional[str] = ..., nodes: _Optional[_Iterable[str]] = ..., num_tasks: _Optional[int] = ..., tasks_per_node: _Optional[_Iterable[int]] = ..., cpus_per_task: _Optional[int] = ..., start_time: _Optional[float] = ..., end_time: _Optional[float] = ..., exit_code: _Optional[int] = ..., exit_signal: _Optional[int] = ..., exclusive: _Optional[bool] = ..., cpus_per_node: _Optional[_Iterable[int]] = ..., task_nodes: _Optional[_Iterable[int]] = ..., distribution: _Optional[str] = ..., allocations: _Optional[_Iterable[_Union[NodeAllocation, _Mapping]]] = ..., gpus_held: _Optional[bool] = ..., overlap: _Optional[bool] = ...) -> None: ...
 
+class GpuShareUse(_message.Message):
+    __slots__ = ("index", "name", "count")
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    COUNT_FIELD_NUMBER: _ClassVar[int]
+    index: int
+    name: str
+    count: int
+    def __init__(self, index: _Optional[int] = ..., name: _Optional[str] = ..., count: _Optional[int] = ...) -> None: ...
+
+class GpuFault(_message.Message):
+    __slots__ = ("index", "kind", "detail")
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    DETAIL_FIELD_NUMBER: _ClassVar[int]
+    index: int
+    kind: str
+    detail: str
+    def __init__(self, index: _Optional[int] = ..., kind: _Optional[str] = ..., detail: _Optional[str] = ...) -> None: ...
+
 class GpuDevice(_message.Message):
-    __slots__ = ("index", "type", "uuid", "name", "memory_mb", "minor", "pci_bus_id", "numa_node", "simulated", "file")
+    __slots__ = ("index", "type", "uuid", "name", "memory_mb", "minor", "pci_bus_id", "numa_node", "simulated", "file", "links", "pci_switch", "cores", "mig_parent", "mig_index", "mig_files")
     INDEX_FIELD_NUMBER: _ClassVar[int]
     TYPE_FIELD_NUMBER: _ClassVar[int]
     UUID_FIELD_NUMBER: _ClassVar[int]
@@ -342,6 +374,12 @@ class GpuDevice(_message.Message):
     NUMA_NODE_FIELD_NUMBER: _ClassVar[int]
     SIMULATED_FIELD_NUMBER: _ClassVar[int]
     FILE_FIELD_NUMBER: _ClassVar[int]
+    LINKS_FIELD_NUMBER: _ClassVar[int]
+    PCI_SWITCH_FIELD_NUMBER: _ClassVar[int]
+    CORES_FIELD_NUMBER: _ClassVar[int]
+    MIG_PARENT_FIELD_NUMBER: _ClassVar[int]
+    MIG_INDEX_FIELD_NUMBER: _ClassVar[int]
+    MIG_FILES_FIELD_NUMBER: _ClassVar[int]
     index: int
     type: str
     uuid: str
@@ -352,7 +390,13 @@ class GpuDevice(_message.Message):
     numa_node: int
     simulated: bool
     file: str
-    def __init__(self, index: _Optional[int] = ..., type: _Optional[str] = ..., uuid: _Optional[str] = ..., name: _Optional[str] = ..., memory_mb: _Optional[int] = ..., minor: _Optional[int] = ..., pci_bus_id: _Optional[str] = ..., numa_node: _Optional[int] = ..., simulated: _Optional[bool] = ..., file: _Optional[str] = ...) -> None: ...
+    links: _containers.RepeatedScalarFieldContainer[int]
+    pci_switch: str
+    cores: str
+    mig_parent: int
+    mig_index: int
+    mig_files: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, index: _Optional[int] = ..., type: _Optional[str] = ..., uuid: _Optional[str] = ..., name: _Optional[str] = ..., memory_mb: _Optional[int] = ..., minor: _Optional[int] = ..., pci_bus_id: _Optional[str] = ..., numa_node: _Optional[int] = ..., simulated: _Optional[bool] = ..., file: _Optional[str] = ..., links: _Optional[_Iterable[int]] = ..., pci_switch: _Optional[str] = ..., cores: _Optional[str] = ..., mig_parent: _Optional[int] = ..., mig_index: _Optional[int] = ..., mig_files: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class NodeConfig(_message.Message):
     __slots__ = ("name", "addr", "port", "cpus", "real_memory", "gres", "features", "weight", "sockets", "cores_per_socket", "threads_per_core", "metrics_port")
@@ -383,7 +427,7 @@ class NodeConfig(_message.Message):
     def __init__(self, name: _Optional[str] = ..., addr: _Optional[str] = ..., port: _Optional[int] = ..., cpus: _Optional[int] = ..., real_memory: _Optional[int] = ..., gres: _Optional[_Iterable[_Union[GresRequest, _Mapping]]] = ..., features: _Optional[_Iterable[str]] = ..., weight: _Optional[int] = ..., sockets: _Optional[int] = ..., cores_per_socket: _Optional[int] = ..., threads_per_core: _Optional[int] = ..., metrics_port: _Optional[int] = ...) -> None: ...
 
 class Node(_message.Message):
-    __slots__ = ("config", "state", "drain", "reason", "reason_time", "responding", "last_heartbeat", "boot_time", "gpus", "alloc_cpus", "alloc_mem", "alloc_gpus", "real_cpus", "real_memory", "free_memory", "cpu_load", "agent_version", "foreign_gpus")
+    __slots__ = ("config", "state", "drain", "reason", "reason_time", "responding", "last_heartbeat", "boot_time", "gpus", "alloc_cpus", "alloc_mem", "alloc_gpus", "real_cpus", "real_memory", "free_memory", "cpu_load", "agent_version", "foreign_gpus", "gpu_faults", "alloc_shares")
     CONFIG_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
     DRAIN_FIELD_NUMBER: _ClassVar[int]
@@ -402,6 +446,8 @@ class Node(_message.Message):
     CPU_LOAD_FIELD_NUMBER: _ClassVar[int]
     AGENT_VERSION_FIELD_NUMBER: _ClassVar[int]
     FOREIGN_GPUS_FIELD_NUMBER: _ClassVar[int]
+    GPU_FAULTS_FIELD_NUMBER: _ClassVar[int]
+    ALLOC_SHARES_FIELD_NUMBER: _ClassVar[int]
     config: NodeConfig
     state: str
     drain: bool
@@ -420,7 +466,9 @@ class Node(_message.Message):
     cpu_load: float
     agent_version: str
     foreign_gpus: _containers.RepeatedCompositeFieldContainer[ForeignGpu]
-    def __init__(self, config: _Optional[_Union[NodeConfig, _Mapping]] = ..., state: _Optional[str] = ..., drain: _Optional[bool] = ..., reason: _Optional[str] = ..., reason_time: _Optional[float] = ..., responding: _Optional[bool] = ..., last_heartbeat: _Optional[float] = ..., boot_time: _Optional[float] = ..., gpus: _Optional[_Iterable[_Union[GpuDevice, _Mapping]]] = ..., alloc_cpus: _Optional[int] = ..., alloc_mem: _Optional[int] = ..., alloc_gpus: _Optional[_Iterable[int]] = ..., real_cpus: _Optional[int] = ..., real_memory: _Optional[int] = ..., free_memory: _Optional[int] = ..., cpu_load: _Optional[float] = ..., agent_version: _Optional[str] = ..., foreign_gpus: _Optional[_Iterable[_Union[ForeignGpu, _Mapping]]] = ...) -> None: ...
+    gpu_faults: _containers.RepeatedCompositeFieldContainer[GpuFault]
+    alloc_shares: _containers.RepeatedCompositeFieldContainer[GpuShareUse]
+    def __init__(self, config: _Optional[_Union[NodeConfig, _Mapping]] = ..., state: _Optional[str] = ..., drain: _Optional[bool] = ..., reason: _Optional[str] = ..., reason_time: _Optional[float] = ..., responding: _Optional[bool] = ..., last_heartbeat: _Optional[float] = ..., boot_time: _Optional[float] = ..., gpus: _Optional[_Iterable[_Union[GpuDevice, _Mapping]]] = ..., alloc_cpus: _Optional[int] = ..., alloc_mem: _Optional[int] = ..., alloc_gpus: _Optional[_Iterable[int]] = ..., real_cpus: _Optional[int] = ..., real_memory: _Optional[int] = ..., free_memory: _Optional[int] = ..., cpu_load: _Optional[float] = ..., agent_version: _Optional[str] = ..., foreign_gpus: _Optional[_Iterable[_Union[ForeignGpu, _Mapping]]] = ..., gpu_faults: _Optional[_Iterable[_Union[GpuFault, _Mapping]]] = ..., alloc_shares: _Optional[_Iterable[_Union[GpuShareUse, _Mapping]]] = ...) -> None: ...
 
 class Partition(_message.Message):
     __slots__ = ("name", "nodes", "default", "max_time", "default_time", "max_nodes", "state", "priority_tier", "priority_job_factor", "allow_accounts", "allow_groups", "preempt_mode", "grace_time", "tres_billing_weights")

@@ -23,6 +23,11 @@ from ..errors import InvalidRequest
 _AS_CORES = ("cores", "threads", "rank", "sockets", "ldoms", "boards")
 APPROXIMATED = ("sockets", "ldoms", "boards")  # srun warns: bound as cores
 
+# The root agent parses --cpu-bind from the user's launch: bounds keep a hostile value from
+# costing it memory or time (a mask's bits are walked, its list is spread over the tasks).
+MAX_TEXT = 4096  # characters of --cpu-bind
+MAX_CPUS = 4096  # a map_cpu id is below it; a mask_cpu mask names no CPU at or above it
+
 
 @dataclass
 class CpuBind:
@@ -37,6 +42,9 @@ def parse(text: str) -> CpuBind:
     list runs to the end (its items are comma separated too). Bad text: InvalidRequest."""
     bind = CpuBind()
     lower = (text or "").lower()
+    if len(lower) > MAX_TEXT:
+        raise InvalidRequest(f"Invalid --cpu-bind argument: {lower[:80]}... (longer than "
+                             f"{MAX_TEXT} characters)")
     at = min((lower.find(k) for k in ("map_cpu:", "mask_cpu:") if k in lower), default=-1)
     head, listed = (lower, "") if at < 0 else (lower[:at], lower[at:])
     for part in filter(None, head.split(",")):
@@ -53,6 +61,10 @@ def parse(text: str) -> CpuBind:
                        for v in values.split(",")]
         except ValueError:
             raise InvalidRequest(f"Invalid --cpu-bind argument: {text}") from None
+        bound = MAX_CPUS if name == "map_cpu" else 1 << MAX_CPUS
+        if any(n < 0 or n >= bound for n in numbers):
+            raise InvalidRequest(f"Invalid --cpu-bind argument: {text} (CPU ids run below "
+                                 f"{MAX_CPUS})")
         bind.kind = name
         (bind.ids if name == "map_cpu" else bind.masks).extend(numbers)
     return bind
@@ -72,7 +84,8 @@ def plan(bind: CpuBind, cpus: list[int], local_tasks: int, cpus_per_task: int,
 
 
 def _bits(mask: int) -> set[int]:
-    return {i for i in range(mask.bit_length()) if mask >> i & 1}
+    """The CPUs a mask names, in one pass over its binary digits (not a shift per bit)."""
+    return {i for i, digit in enumerate(reversed(bin(mask)[2:])) if digit == "1"}
 
 
 def mask_hex(cpus: set[int]) -> str:

@@ -2,11 +2,20 @@
 the job starts and enforces its CPUs, memory and devices; detected at runtime.
 
     cgroup v2 (unified, e.g. /sys/fs/cgroup):          <base>/pyslurm_lite/<node>/job_<id>/step_<s>
-        memory.max, cpuset.cpus, pids, cgroup.kill, memory.events (oom_kill)
+        memory.max, cpuset.cpus, pids, cgroup.kill, memory.events (oom_kill); devices through a
+        BPF program on job_<id> (bpf_devices.py); a controller the mount lacks (a hybrid host's
+        cgroup2 often has none) is done without: CPUs by affinity, memory unlimited, said at start
     cgroup v1 (a hierarchy per controller):              <ctl>/<base>/pyslurm_lite/<node>/job_<id>[/step_<n>]
         memory.limit_in_bytes, cpuset.cpus, devices.deny, memory.oom_control (oom_kill); the batch
         script in job_<id> itself, srun steps in step_<n>; freezer only to kill leftovers
     none: process groups (a setsid'd or double-forked process escapes; the agent says so at start)
+
+cgroup.conf chooses the version (CgroupPlugin=autodetect|cgroup/v1|cgroup/v2) and what is
+enforced (ConstrainDevices, ConstrainCores, ConstrainRAMSpace: Constrain). A job whose
+cores are not confined by a cpuset (ConstrainCores=no, or no cpuset controller) is still pinned
+to them by affinity, as task/affinity would.
+
+Here: v1 and choosing a tracker; cgroup_v2.py: v2; cgroup_common.py: what both share.
 
 <base> is the agent's own cgroup, so jobs stay inside whatever contains the agent (a container,
 a systemd unit). A step given memory of its own (srun --mem inside an allocation) gets that
@@ -18,150 +27,23 @@ Must not: decide what a job gets (the controller did) or talk to anyone.
 
 from __future__ import annotations
 
-import logging
 import os
 import signal
 import time
-from dataclasses import dataclass, field
 
 from ..errors import ConfigError
 from ..model import JobState
+# re-exported: callers import the trackers and their parts from here
+from .cgroup_common import (CGROUP_ROOT, KILL_PAUSE, KILL_ROUNDS, Constrain, Limits,  # noqa: F401
+                            Tracker, _CgroupTracker, _own_cgroup, _read, _rmdir_empty, _rmtree,
+                            _subdirs, _write, log)
+from .cgroup_v2 import CgroupV2, parse_cpu_stat_v2  # noqa: F401
 
-log = logging.getLogger("pyslurm_lite.agent.cgroup")
-
-CGROUP_ROOT = "/sys/fs/cgroup"
 # pids would only count (no limit is set), so it is left out: every controller costs a mkdir,
 # a write and an rmdir per job and step. cpuacct is what jobacct_gather/cgroup reads: the CPU
 # time of a step's processes, those already gone included.
 V1_CONTROLLERS = ("memory", "cpuacct", "cpuset", "devices", "freezer")
 USER_HZ = os.sysconf("SC_CLK_TCK")  # cpuacct.stat's unit
-KILL_ROUNDS = 50  # SIGKILL sweeps over a cgroup before giving up on emptying it
-KILL_PAUSE = 0.02  # seconds between sweeps
-
-
-@dataclass
-class Limits:
-    """What one job (or step) may use on this node."""
-
-    mem_mb: int = 0  # 0: no limit
-    cpus: list[int] = field(default_factory=list)  # empty: no pinning
-    deny_devices: list[tuple[int, int]] = field(default_factory=list)  # (major, minor) char devices
-
-
-class Tracker:
-    """proctrack/pgid: the process group only. The base of the cgroup trackers."""
-
-    name = "proctrack/pgid"
-    fences_devices = False  # can it hide devices (GPUs) a job was not given?
-
-    def create(self, job_key: str, limits: Limits) -> None:
-        pass
-
-    def add(self, job_key: str, pid: int, step: str = "batch") -> None:
-        pass
-
-    def limit_steps(self, job_key: str, mem_mb: dict[str, int]) -> None:
-        """The memory (MiB) steps of the job may use here, set when each step's cgroup is made
-        (process groups limit nothing)."""
-
-    def pids(self, job_key: str, leader: int = 0) -> list[int]:
-        """The processes still in the leader's process group (what pgid tracking can see)."""
-        if not leader:
-            return []
-        found = []
-        for entry in os.listdir("/proc"):
-            if entry.isdigit():
-                try:
-                    if os.getpgid(int(entry)) == leader:
-                        found.append(int(entry))
-                except OSError:
-                    pass
-        return sorted(found)
-
-    def step_pids(self, job_key: str, step: str, leaders: list[int]) -> list[int]:
-        """The processes of one step (the batch script is step "batch"): here, those in its
-        tasks' process groups (each task leads its own)."""
-        return sorted({p for leader in leaders for p in Tracker.pids(self, job_key, leader)})
-
-    def step_cpu(self, job_key: str, step: str) -> tuple[float, float] | None:
-        """(user, system) CPU seconds the step's cgroup has used, exited processes included;
-        None where the tracker keeps no such count (the gatherer asks the processes)."""
-        return None
-
-    def signal(self, job_key: str, signo: int, leader: int) -> None:
-        if leader <= 0:  # no group known (a job's end on a node without its script): and
-            return       # killpg(0) would be the agent's own group
-        try:
-            os.killpg(leader, signo)
-        except (ProcessLookupError, PermissionError):
-            pass
-
-    def kill_all(self, job_key: str, leader: int) -> None:
-        self.signal(job_key, signal.SIGKILL, leader)
-
-    def oom_killed(self, job_key: str) -> bool:
-        return False
-
-    def remove(self, job_key: str) -> None:
-        pass
-
-    def existing(self) -> list[str]:
-        return []
-
-    def close(self) -> None:
-        """The agent stops: remove its (now empty) scope, so stopped agents leave nothing."""
-
-
-def _write(path: str, value: str) -> None:
-    # os-level calls: cgroup files are written several times per job, on the launch path
-    fd = os.open(path, os.O_WRONLY)
-    try:
-        os.write(fd, value.encode())
-    finally:
-        os.close(fd)
-
-
-def _read(path: str, default: str = "") -> str:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return default
-    try:
-        return os.read(fd, 1 << 20).decode()
-    except OSError:
-        return default
-    finally:
-        os.close(fd)
-
-
-def _own_cgroup(controller: str | None) -> str:
-    """The agent's cgroup path in a v1 controller's hierarchy (or v2 when controller is None)."""
-    for line in _read("/proc/self/cgroup").splitlines():
-        _, names, path = line.split(":", 2)
-        if (controller is None and names == "") or (controller and controller in names.split(",")):
-            return path
-    return "/"
-
-
-class _CgroupTracker(Tracker):
-    """What both cgroup versions share: a signal reaches every process in the job's cgroups;
-    steps' own memory limits wait here (job key -> step -> MiB) until their cgroups are made."""
-
-    step_mem: dict[str, dict[str, int]]
-
-    def limit_steps(self, job_key: str, mem_mb: dict[str, int]) -> None:
-        if mem_mb:
-            self.step_mem.setdefault(job_key, {}).update(mem_mb)
-
-    def _step_limit(self, job_key: str, step: str) -> int:
-        return self.step_mem.get(job_key, {}).get(step, 0) if step != "batch" else 0
-
-    def signal(self, job_key: str, signo: int, leader: int) -> None:
-        for pid in self.pids(job_key):
-            try:
-                os.kill(pid, signo)
-            except ProcessLookupError:
-                pass
 
 
 class CgroupV1(_CgroupTracker):
@@ -175,7 +57,9 @@ class CgroupV1(_CgroupTracker):
     name = "proctrack/cgroup (v1)"
     ALWAYS = ("memory", "cpuacct")
 
-    def __init__(self, node: str, root: str = CGROUP_ROOT):
+    def __init__(self, node: str, root: str = CGROUP_ROOT, constrain: Constrain = Constrain()):
+        self.constrain = constrain
+        self.pinned = {}
         self.mounts = {c: os.path.join(root, c) for c in V1_CONTROLLERS
                        if os.path.exists(os.path.join(root, c, "cgroup.procs"))}
         self.base = {c: os.path.join(m, _own_cgroup(c).lstrip("/"), "pyslurm_lite", node)
@@ -187,7 +71,7 @@ class CgroupV1(_CgroupTracker):
 
     @property
     def fences_devices(self) -> bool:
-        return "devices" in self.base
+        return self.constrain.devices and "devices" in self.base
 
     def _dirs(self, job_key: str) -> dict[str, str]:
         ctls = self.used.get(job_key.split("/")[0]) or tuple(self.base)
@@ -195,15 +79,17 @@ class CgroupV1(_CgroupTracker):
 
     def create(self, job_key: str, limits: Limits) -> None:
         ctls = [c for c in self.ALWAYS if c in self.base]
-        if limits.cpus and "cpuset" in self.base:
+        if limits.cpus and "cpuset" in self.base and self.constrain.cores:
             ctls.append("cpuset")
-        if limits.deny_devices and "devices" in self.base:
+        elif limits.cpus:
+            self.pinned[job_key] = list(limits.cpus)
+        if limits.deny_devices and self.fences_devices:
             ctls.append("devices")
         self.used[job_key] = tuple(ctls)
         d = self._dirs(job_key)
         for ctl, path in d.items():
             self._mkdirs(ctl, path)
-        if "memory" in d and limits.mem_mb:
+        if "memory" in d and limits.mem_mb and self.constrain.ram:
             _v1_memory_limit(d["memory"], limits.mem_mb)
         if "cpuset" in d:
             _write(os.path.join(d["cpuset"], "cpuset.cpus"), ",".join(map(str, limits.cpus)))
@@ -231,6 +117,7 @@ class CgroupV1(_CgroupTracker):
             if made and ctl == "memory" and self._step_limit(job_key, step):
                 _v1_memory_limit(path, self._step_limit(job_key, step))
             _write(os.path.join(path, "cgroup.procs"), str(pid))
+        self._pin(job_key, pid)
 
     def pids(self, job_key: str, leader: int = 0) -> list[int]:
         procs = set()
@@ -317,6 +204,7 @@ class CgroupV1(_CgroupTracker):
             _rmtree(path)
         self.used.pop(job_key, None)
         self.step_mem.pop(job_key, None)
+        self.pinned.pop(job_key, None)
 
     def existing(self) -> list[str]:
         for base in self.base.values():
@@ -326,118 +214,6 @@ class CgroupV1(_CgroupTracker):
     def close(self) -> None:
         for base in self.base.values():
             _rmdir_empty(base)
-
-
-class CgroupV2(_CgroupTracker):
-    name = "proctrack/cgroup (v2)"
-
-    def __init__(self, node: str, mount: str):
-        self.mount = mount
-        self.base = os.path.join(mount, _own_cgroup(None).lstrip("/"), "pyslurm_lite", node)
-        self.controllers = set(_read(os.path.join(mount, "cgroup.controllers")).split())
-        self.step_mem = {}
-
-    def _dir(self, job_key: str) -> str:
-        return os.path.join(self.base, job_key)
-
-    def create(self, job_key: str, limits: Limits) -> None:
-        path = self._dir(job_key)
-        self._enable_down_to(path)
-        os.makedirs(path, exist_ok=True)
-        if limits.mem_mb and os.path.exists(os.path.join(path, "memory.max")):
-            _write(os.path.join(path, "memory.max"), str(limits.mem_mb * 1024 * 1024))
-            if os.path.exists(os.path.join(path, "memory.swap.max")):
-                _write(os.path.join(path, "memory.swap.max"), "0")
-        if limits.cpus and os.path.exists(os.path.join(path, "cpuset.cpus")):
-            _write(os.path.join(path, "cpuset.cpus"), ",".join(map(str, limits.cpus)))
-
-    def _enable_down_to(self, path: str) -> None:
-        """Make memory/cpuset/pids available from the agent's cgroup down to the job's parent.
-        (v2's rule: no processes in a cgroup that hands controllers down, so jobs live in leaves.)"""
-        wanted = [c for c in ("memory", "cpuset", "pids") if c in self.controllers]
-        parent = os.path.dirname(path)
-        os.makedirs(parent, exist_ok=True)
-        p = os.path.join(self.mount, _own_cgroup(None).lstrip("/"))
-        for part in os.path.relpath(parent, p).split(os.sep):
-            for c in wanted:
-                try:
-                    _write(os.path.join(p, "cgroup.subtree_control"), f"+{c}")
-                except OSError:
-                    pass  # not delegated to us: run without that controller
-            p = os.path.join(p, part)
-
-    def add(self, job_key: str, pid: int, step: str = "batch") -> None:
-        # v2: no processes in a cgroup that hands controllers down, so every step is a leaf
-        path = os.path.join(self._dir(job_key), f"step_{step}")
-        if not os.path.isdir(path) and self._step_limit(job_key, step):
-            self._step_memory(path, self._step_limit(job_key, step))
-        os.makedirs(path, exist_ok=True)
-        _write(os.path.join(path, "cgroup.procs"), str(pid))
-
-    def _step_memory(self, path: str, mem_mb: int) -> None:
-        """A step cgroup with its own memory.max: the job's cgroup hands memory down first
-        (it holds no processes itself, v2's rule for doing so)."""
-        try:
-            _write(os.path.join(os.path.dirname(path), "cgroup.subtree_control"), "+memory")
-        except OSError as e:
-            log.warning("step memory limit not set in %s: %s", path, e)
-            return
-        os.makedirs(path, exist_ok=True)
-        _write(os.path.join(path, "memory.max"), str(mem_mb * 1024 * 1024))
-        if os.path.exists(os.path.join(path, "memory.swap.max")):
-            _write(os.path.join(path, "memory.swap.max"), "0")
-
-    def pids(self, job_key: str, leader: int = 0) -> list[int]:
-        path = self._dir(job_key)
-        procs = {int(p) for p in _read(os.path.join(path, "cgroup.procs")).split()}
-        for sub in _subdirs(path):
-            procs |= {int(p) for p in _read(os.path.join(sub, "cgroup.procs")).split()}
-        return sorted(procs)
-
-    def step_pids(self, job_key: str, step: str, leaders: list[int]) -> list[int]:
-        path = os.path.join(self._dir(job_key), f"step_{step}", "cgroup.procs")
-        return sorted(int(p) for p in _read(path).split())
-
-    def step_cpu(self, job_key: str, step: str) -> tuple[float, float] | None:
-        text = _read(os.path.join(self._dir(job_key), f"step_{step}", "cpu.stat"))
-        return parse_cpu_stat_v2(text) if text else None
-
-    def kill_all(self, job_key: str, leader: int) -> None:
-        kill_file = os.path.join(self._dir(job_key), "cgroup.kill")
-        for _ in range(KILL_ROUNDS):
-            if not self.pids(job_key):
-                break
-            if os.path.exists(kill_file):
-                _write(kill_file, "1")
-            else:
-                self.signal(job_key, signal.SIGKILL, leader)
-            time.sleep(KILL_PAUSE)
-
-    def oom_killed(self, job_key: str) -> bool:
-        for line in _read(os.path.join(self._dir(job_key), "memory.events")).splitlines():
-            if line.startswith("oom_kill ") and int(line.split()[1]) > 0:
-                return True
-        return False
-
-    def remove(self, job_key: str) -> None:
-        _rmtree(self._dir(job_key))
-        self.step_mem.pop(job_key, None)
-
-    def existing(self) -> list[str]:
-        return sorted(os.path.basename(p) for p in _subdirs(self.base))
-
-    def close(self) -> None:
-        _rmdir_empty(self.base)
-
-
-def parse_cpu_stat_v2(text: str) -> tuple[float, float] | None:
-    """cgroup v2 cpu.stat ("usage_usec N\nuser_usec N\nsystem_usec N...") -> (user, system)
-    seconds; None when the file lacks them."""
-    values = dict(line.split(None, 1) for line in text.splitlines() if " " in line)
-    try:
-        return int(values["user_usec"]) / 1e6, int(values["system_usec"]) / 1e6
-    except (KeyError, ValueError):
-        return None
 
 
 def parse_cpuacct_stat_v1(text: str, hz: int = 100) -> tuple[float, float] | None:
@@ -470,34 +246,6 @@ def step_memory(job, node: str) -> dict[str, int]:
     return out
 
 
-def _subdirs(path: str) -> list[str]:
-    try:
-        return [e.path for e in os.scandir(path) if e.is_dir()]
-    except OSError:
-        return []
-
-
-def _rmdir_empty(path: str) -> None:
-    """rmdir an agent's scope if it is empty. The shared pyslurm_lite directory above it stays:
-    removing it could race with another agent creating its scope there at that moment."""
-    try:
-        os.rmdir(path)
-    except OSError:
-        pass
-
-
-def _rmtree(path: str) -> None:
-    """rmdir a cgroup and its children, deepest first (cgroups are removed with rmdir)."""
-    for sub in _subdirs(path):
-        _rmtree(sub)
-    try:
-        os.rmdir(path)
-    except FileNotFoundError:
-        pass
-    except OSError as e:
-        log.warning("cannot remove cgroup %s: %s", path, e)
-
-
 def detect(root: str = CGROUP_ROOT) -> str:
     """'v2' on a unified hierarchy with memory, 'v1' where the memory hierarchy is v1, else 'none'."""
     if os.geteuid() != 0:
@@ -513,6 +261,7 @@ def detect(root: str = CGROUP_ROOT) -> str:
 
 
 PLUGINS = ("proctrack/cgroup", "proctrack/pgid", "proctrack/auto")
+CGROUP_PLUGINS = ("autodetect", "cgroup/v1", "cgroup/v2")  # cgroup.conf's CgroupPlugin
 
 
 def scope(cfg, node: str) -> str:
@@ -522,20 +271,52 @@ def scope(cfg, node: str) -> str:
     return f"{cfg.cluster_name}_{port}_{node}"
 
 
-def make_tracker(kind: str, node: str, root: str = CGROUP_ROOT) -> Tracker:
-    """The tracker configuration names (ProctrackType); 'auto' picks what the host has.
+def tracker_for(cfg, node: str, kind: str = "") -> Tracker:
+    """The tracker slurm.conf (ProctrackType, or kind) and cgroup.conf ask for on node."""
+    return make_tracker(kind or cfg.proctrack_type, scope(cfg, node), plugin=cfg.cgroup_plugin,
+                        constrain=Constrain.of(cfg))
+
+
+def make_tracker(kind: str, node: str, root: str = CGROUP_ROOT, plugin: str = "autodetect",
+                 constrain: Constrain = Constrain()) -> Tracker:
+    """The tracker configuration names (ProctrackType); 'auto' picks what the host has, in the
+    cgroup version cgroup.conf's CgroupPlugin names (autodetect: what detect() finds).
     `node` is the agent's scope (see scope())."""
     if kind not in PLUGINS:
         raise ConfigError(f"unknown ProctrackType={kind}; valid: {', '.join(PLUGINS)}")
+    if plugin not in CGROUP_PLUGINS:
+        raise ConfigError(f"cgroup.conf: unknown CgroupPlugin={plugin}; valid: {', '.join(CGROUP_PLUGINS)}")
     if kind == "proctrack/pgid":
         return Tracker()
-    found = detect(root)
+    found = detect(root) if plugin == "autodetect" else _required(plugin, root)
     if found == "v1":
-        return CgroupV1(node, root)
+        return CgroupV1(node, root, constrain)
     if found == "v2":
-        mount = root if os.path.exists(os.path.join(root, "cgroup.controllers")) else os.path.join(root, "unified")
-        return CgroupV2(node, mount)
+        return CgroupV2(node, unified_mount(root) or root, constrain)
     if kind == "proctrack/cgroup":
         raise ConfigError("ProctrackType=proctrack/cgroup but no usable cgroup hierarchy (need root "
                          "and cgroup v1 memory or a cgroup v2 mount)")
     return Tracker()
+
+
+def unified_mount(root: str = CGROUP_ROOT) -> str | None:
+    """The cgroup2 mount: root itself (a v2-only host) or root/unified (a hybrid one)."""
+    for path in (root, os.path.join(root, "unified")):
+        if os.path.exists(os.path.join(path, "cgroup.controllers")):
+            return path
+    return None
+
+
+def _required(plugin: str, root: str) -> str:
+    """The version CgroupPlugin forces, or ConfigError when this host cannot give it."""
+    if os.geteuid() != 0:
+        raise ConfigError(f"cgroup.conf: CgroupPlugin={plugin} needs the agent to run as root")
+    if plugin == "cgroup/v1":
+        if os.path.exists(os.path.join(root, "memory", "cgroup.procs")):
+            return "v1"
+        raise ConfigError(f"cgroup.conf: CgroupPlugin=cgroup/v1 but this host has no cgroup v1 "
+                          f"memory hierarchy ({root}/memory)")
+    if unified_mount(root):
+        return "v2"
+    raise ConfigError(f"cgroup.conf: CgroupPlugin=cgroup/v2 but this host has no cgroup2 mount "
+                      f"({root} or {root}/unified)")

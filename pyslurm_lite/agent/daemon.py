@@ -34,8 +34,9 @@ from ..rpc import authn, keys, tokens
 from ..rpc.authsock import AuthSocketServer
 from ..rpc.grpcutil import SERVER_OPTIONS, bind, client_channel, daemon_metadata
 from .acctgather import Gatherer
-from .cgroup import make_tracker, scope as cgroup_scope
+from .cgroup import tracker_for
 from .gpu import discover, sampler as gpu_sampler
+from .gpu_health import watcher as gpu_health_watcher
 from .journal import EndingsJournal
 from . import metrics
 from .rpc import AgentServicer
@@ -90,7 +91,7 @@ class Agent:
         self.spool = spool or cfg.slurmd_spool_dir or os.path.join(cfg.state_save_location, f"agent-{node}")
         self.events: queue.Queue = queue.Queue()
         self.gpus = discover(cfg, node)
-        self.tracker = make_tracker(cfg.proctrack_type, cgroup_scope(cfg, node))
+        self.tracker = tracker_for(cfg, node)  # ProctrackType and cgroup.conf
         self.journal = EndingsJournal(os.path.join(self.spool, "endings"))
         self.pending = self.journal.load()  # what a previous agent here could not deliver
         self._reported_at = 0.0  # time.monotonic() of the last report
@@ -103,6 +104,7 @@ class Agent:
                                  node_key=self.key)
         self.steps.tasks = self.tasks = TaskManager(self.steps, node, self.key)
         self.gpu_source = gpu_sampler(self.gpus, cfg, node, self.spool)
+        self.gpu_health = gpu_health_watcher(self.gpu_source, self.spool)  # None: no GPU here
         self.acct = self._gatherer()
         self.steps.acct = self.acct
         self._usage_sent = 0.0  # time of the newest sample a heartbeat delivered
@@ -217,7 +219,9 @@ class Agent:
             free_memory=psutil.virtual_memory().available // (1024 * 1024),
             cpu_load=os.getloadavg()[0],
             usage=[wire.to_msg(u, types_pb2.UsageSample) for u in usage],
-            foreign_gpus=[wire.to_msg(f, types_pb2.ForeignGpu) for f in (self.acct.foreign if self.acct else [])])
+            foreign_gpus=[wire.to_msg(f, types_pb2.ForeignGpu) for f in (self.acct.foreign if self.acct else [])],
+            gpu_faults=[wire.to_msg(f, types_pb2.GpuFault)
+                        for f in (self.gpu_health.faults if self.gpu_health else [])])
         if self.stub.NodeHeartbeat(req, timeout=RPC_TIMEOUT, metadata=self._md("NodeHeartbeat")).reregister:
             self.instance = ""
         elif usage:
@@ -269,6 +273,10 @@ class Agent:
         threading.Thread(target=self.link_loop, daemon=True, name="link").start()
         threading.Thread(target=self.health.run_forever, args=(self.stop,), daemon=True,
                          name="health").start()
+        if self.gpu_health is not None:  # checked as often as heartbeats carry what it finds
+            threading.Thread(target=self.gpu_health.run_forever,
+                             args=(self.stop, self.cfg.heartbeat_interval), daemon=True,
+                             name="gpu_health").start()
         if self.acct is not None:
             threading.Thread(target=self.acct.run_forever, args=(self.stop,), daemon=True,
                              name="acctgather").start()

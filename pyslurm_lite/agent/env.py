@@ -10,7 +10,9 @@ import grp
 import pwd
 
 from ..config import Config, collect
-from ..model import Job
+from ..model import GpuDevice, Job
+from .gpu import visible_devices
+from .mps import mps_view, share_environment
 
 
 DEFAULT_UMASK = 0o022
@@ -70,7 +72,7 @@ def batch_environment(job: Job, cfg: Config, node: str, node_addrs: dict[str, st
         "SLURM_CPUS_ON_NODE": str(here.cpus if here else 1),
         "SLURMD_NODENAME": node, "SLURM_CLUSTER_NAME": cfg.cluster_name,
         "SLURM_CONF": cfg.path, "SLURM_NODEID": "0", "SLURM_PROCID": "0", "SLURM_LOCALID": "0",
-        "SLURM_GTIDS": "0", "SLURM_TOPOLOGY_ADDR": node, "SLURM_TOPOLOGY_ADDR_PATTERN": "node",
+        "SLURM_GTIDS": "0", **topology_environment(cfg, node),
         "SLURM_WORKING_CLUSTER": working_cluster(cfg),
         "SLURM_NODE_ALIASES": "(null)",  # no cloud nodes: Slurm's own spelling of "none"
         # the submitter's scheduling priority (sbatch/srun send it, as Slurm's do)
@@ -100,7 +102,16 @@ def batch_environment(job: Job, cfg: Config, node: str, node_addrs: dict[str, st
         env["SLURM_JOB_END_TIME"] = str(int(job.start_time + job.time_limit * 60))
     env["SLURM_JOB_START_TIME"] = str(int(job.start_time))
     env.update(gpu_env or {})
+    share_environment(env, job, cfg, node)  # gres/shard, gres/mps (agent/mps.py)
     return env
+
+
+def topology_environment(cfg: Config, node: str) -> dict[str, str]:
+    """SLURM_TOPOLOGY_ADDR(_PATTERN): the node's place among topology.conf's switches under
+    topology/tree ("s0.s1.node1", "switch.switch.node"), else the node alone."""
+    if cfg.topology is not None:
+        return cfg.topology.environment(node)
+    return {"SLURM_TOPOLOGY_ADDR": node, "SLURM_TOPOLOGY_ADDR_PATTERN": "node"}
 
 
 # Slurm 22.05's protocol version and the id of select/cons_tres: the last two fields of
@@ -124,6 +135,8 @@ def request_environment(spec) -> dict[str, str]:
         env["SLURM_GPUS_PER_TASK"] = _typed(spec.gpu_type, spec.gpus_per_task)
     elif spec.gpus:
         env["SLURM_GPUS"] = _typed(spec.gpu_type, spec.gpus)
+    if spec.gpu_bind:  # Slurm sets it only when asked; srun inside reads it as --gpu-bind
+        env["SLURM_GPU_BIND"] = spec.gpu_bind
     if spec.cpus_per_gpu:
         env["SLURM_CPUS_PER_GPU"] = str(spec.cpus_per_gpu)
     if spec.mem_per_gpu:
@@ -135,20 +148,33 @@ def _typed(gpu_type: str, count: int) -> str:
     return f"{gpu_type}:{count}" if gpu_type else str(count)
 
 
-def gpu_environment(gpus: list[int], fence: list[int] | None = None) -> dict[str, str]:
+def gpu_environment(gpus: list[int], fence: list[int] | None = None,
+                    devices: list[GpuDevice] | None = None, share: str = "",
+                    mps_pipe: str = "") -> dict[str, str]:
     """GPU variables. SLURM_JOB_GPUS names the node's GPU indices. When the devices cgroup
     fences the job to `fence` (its GPUs here, in order), the job sees only those, numbered from
     0 in that order, so CUDA_VISIBLE_DEVICES gives each GPU's place among them, as Slurm does
     with ConstrainDevices: a step or task with part of the job's GPUs gets its own places, not
-    the first ones. Unfenced, it names the indices."""
+    the first ones. Unfenced, it names the indices. A MIG instance among `devices` is named by
+    its UUID (CUDA knows MIG instances by UUID only). A job sharing its GPU (`share`: shard,
+    mps) holds no gres/gpu, so no SLURM_GPUS_ON_NODE; with `mps_pipe` (its GPU's MPS daemon
+    runs) it sees the daemon's view (mps.mps_view)."""
     if not gpus:
         return {}
     ids = ",".join(str(g) for g in gpus)
     visible = ",".join(str(fence.index(g)) for g in gpus) if fence else ids
-    return {"CUDA_VISIBLE_DEVICES": visible, "GPU_DEVICE_ORDINAL": visible, "SLURM_JOB_GPUS": ids,
-            "SLURM_STEP_GPUS": ids, "SLURM_GPUS_ON_NODE": str(len(gpus)),
-            "CUDA_DEVICE_ORDER": "PCI_BUS_ID", "ROCR_VISIBLE_DEVICES": visible,
-            "ZE_AFFINITY_MASK": visible}
+    env = {"CUDA_VISIBLE_DEVICES": visible, "GPU_DEVICE_ORDINAL": visible, "SLURM_JOB_GPUS": ids,
+           "SLURM_STEP_GPUS": ids, "SLURM_GPUS_ON_NODE": str(len(gpus)),
+           "CUDA_DEVICE_ORDER": "PCI_BUS_ID", "ROCR_VISIBLE_DEVICES": visible,
+           "ZE_AFFINITY_MASK": visible}
+    mig = visible_devices(devices or [], gpus)
+    if mig is not None:
+        env["CUDA_VISIBLE_DEVICES"] = mig
+    if share:
+        del env["SLURM_GPUS_ON_NODE"]
+    if mps_pipe:
+        env.update(mps_view(mps_pipe))
+    return env
 
 
 _ = grp  # group names are resolved by the submitter; kept for SLURM_JOB_GROUP later
@@ -175,7 +201,7 @@ def step_environment(job: Job, cfg: Config, node: str, base: dict[str, str], ste
         "SLURM_NNODES": str(len(step_nodes)), "SLURM_NTASKS": str(ntasks), "SLURM_NPROCS": str(ntasks),
         "SLURM_NODELIST": env.get("SLURM_JOB_NODELIST", nodelist),
         "SLURM_DISTRIBUTION": distribution or "block",
-        "SLURMD_NODENAME": node, "SLURM_TOPOLOGY_ADDR": node,
+        "SLURMD_NODENAME": node, **topology_environment(cfg, node),
         # where srun runs (it reaches the tasks through this agent: no port of its own)
         "SLURM_LAUNCH_NODE_IPADDR": srun_host or "127.0.0.1",
         "SLURM_SRUN_COMM_HOST": srun_host or "127.0.0.1",
@@ -198,7 +224,9 @@ def step_environment(job: Job, cfg: Config, node: str, base: dict[str, str], ste
 
 def task_environment(step_env: dict[str, str], rank: int, local_rank: int, node_index: int,
                      local_tasks: list[int], gpus: list[int] | None = None,
-                     fence: list[int] | None = None) -> dict[str, str]:
+                     fence: list[int] | None = None, **gpu_options) -> dict[str, str]:
+    """One task's variables; gpu_options: gpu_environment's devices, share, mps_pipe (what
+    StepManager.gpu_options says of the job)."""
     env = dict(step_env)
     env.update({
         "SLURM_PROCID": str(rank), "SLURM_LOCALID": str(local_rank), "SLURM_NODEID": str(node_index),
@@ -207,7 +235,9 @@ def task_environment(step_env: dict[str, str], rank: int, local_rank: int, node_
         "NODE_RANK": str(node_index), "GROUP_RANK": str(node_index),
     })
     if gpus is not None:
-        env.update(gpu_environment(gpus, fence))
+        env.update(gpu_environment(gpus, fence, **gpu_options))
+        if gpu_options.get("share"):  # srun's own environment may carry a GPU job's count
+            env.pop("SLURM_GPUS_ON_NODE", None)
     return env
 
 

@@ -59,11 +59,13 @@ def slurm_type_name(model: str) -> str:
 class NvmlSource:
     """Real GPUs through NVML. Raises ImportError/RuntimeError when NVML is unavailable."""
 
-    def __init__(self, nvml=None, indices: list[int] | None = None):
+    def __init__(self, nvml=None, indices: list[int] | None = None,
+                 migs: dict[int, tuple[int, int]] | None = None):
         if nvml is None:
             import pynvml as nvml
         self.nvml = nvml
         self.indices = indices  # the GPUs sample() reports (None: all)
+        self.migs = migs or {}  # our index of a MIG instance -> (physical index, MIG slot)
         self._sampling = False  # NVML stays initialised between samples once sampling starts
 
     def sample(self) -> list[GpuSample]:
@@ -73,11 +75,13 @@ class NvmlSource:
             nv.nvmlInit()
             self._sampling = True
         indices = self.indices if self.indices is not None else range(nv.nvmlDeviceGetCount())
-        return [self._sample(nv, i) for i in indices]
+        return [self._sample(nv, i, self.migs.get(i)) for i in indices]
 
     @staticmethod
-    def _sample(nv, index: int) -> GpuSample:
-        h = nv.nvmlDeviceGetHandleByIndex(index)
+    def _sample(nv, index: int, mig: tuple[int, int] | None = None) -> GpuSample:
+        h = nv.nvmlDeviceGetHandleByIndex(index if mig is None else mig[0])
+        if mig is not None:
+            h = nv.nvmlDeviceGetMigDeviceHandleByIndex(h, mig[1])
         pids: list[int] = []
         for getter in ("nvmlDeviceGetComputeRunningProcesses",
                        "nvmlDeviceGetGraphicsRunningProcesses"):
@@ -85,14 +89,21 @@ class NvmlSource:
                 pids += [int(p.pid) for p in getattr(nv, getter)(h) if int(p.pid) not in pids]
             except Exception:  # not supported on every device and driver
                 pass
-        return GpuSample(index=index, util=float(nv.nvmlDeviceGetUtilizationRates(h).gpu),
+        try:
+            util = float(nv.nvmlDeviceGetUtilizationRates(h).gpu)
+        except Exception:  # NVML_ERROR_NOT_SUPPORTED on a MIG instance; a whole GPU's is news
+            if mig is None:
+                raise
+            util = 0.0
+        return GpuSample(index=index, util=util,
                          memory_used=int(nv.nvmlDeviceGetMemoryInfo(h).used), pids=pids)
 
     def devices(self) -> list[GpuDevice]:
         nv = self.nvml
         nv.nvmlInit()
         try:
-            return [self._device(nv, i) for i in range(nv.nvmlDeviceGetCount())]
+            found = [self._device(nv, i) for i in range(nv.nvmlDeviceGetCount())]
+            return with_mig(nv, with_topology(nv, found))
         finally:
             nv.nvmlShutdown()
 
@@ -130,6 +141,110 @@ def _numa_node(nv, handle, pci: str) -> int:
         return -1
 
 
+def with_topology(nv, found: list[GpuDevice]) -> list[GpuDevice]:
+    """The devices with NVML's NVLinks and PCIe switches (agent/gpu_topology.py)."""
+    from . import gpu_topology
+    try:
+        handles = [nv.nvmlDeviceGetHandleByIndex(g.index) for g in found]
+    except Exception as e:  # topology is a preference: without it GPUs are still found
+        log.warning("NVML: no GPU topology (%s): GPUs are picked by index", e)
+        return found
+    links = gpu_topology.nvlinks(nv, handles, [g.pci_bus_id for g in found])
+    switches = gpu_topology.pci_switches(nv, handles)
+    return [replace(g, links=links[i], pci_switch=switches[i]) for i, g in enumerate(found)]
+
+
+NVML_DEVICE_MIG_ENABLE = 1  # nvmlDeviceGetMigMode's current mode when MIG is on
+MIG_MINORS = "/proc/driver/nvidia-caps/mig-minors"  # "gpu0/gi1/access 12" lines
+CAPS_DIR = "/dev/nvidia-caps"
+
+
+def with_mig(nv, found: list[GpuDevice], minors_path: str = "") -> list[GpuDevice]:
+    """A GPU in MIG mode replaced by its MIG instances, each a GPU of its own to schedule, typed
+    by its profile (gpu:1g.10gb), named by its UUID (MIG-...), fenced by its own capability
+    devices. Their indices follow NVML's physical ones (count, count+1...): CUDA names them by
+    UUID, never by index."""
+    out: list[GpuDevice] = []
+    migs: list[GpuDevice] = []
+    minors = None
+    for g in found:
+        instances = _mig_handles(nv, g.index)
+        if not instances:
+            out.append(g)
+            continue
+        if minors is None:
+            minors = read_mig_minors(minors_path or MIG_MINORS)
+        for j, mh in instances:
+            migs.append(_mig_device(nv, g, j, mh, len(found) + len(migs), minors))
+    return out + migs
+
+
+def _mig_handles(nv, index: int) -> list:
+    """(MIG index, handle) of each instance on physical GPU `index`; [] when MIG is off."""
+    try:
+        h = nv.nvmlDeviceGetHandleByIndex(index)
+        current, _pending = nv.nvmlDeviceGetMigMode(h)
+        if current != NVML_DEVICE_MIG_ENABLE:
+            return []
+        most = int(nv.nvmlDeviceGetMaxMigDeviceCount(h))
+    except Exception:  # no MIG support on this GPU or driver
+        return []
+    out = []
+    for j in range(most):
+        try:
+            out.append((j, nv.nvmlDeviceGetMigDeviceHandleByIndex(h, j)))
+        except Exception:  # NVML_ERROR_NOT_FOUND: no instance in that slot
+            continue
+    return out
+
+
+def _mig_device(nv, parent: GpuDevice, j: int, mh, index: int, minors: dict[str, int]
+                ) -> GpuDevice:
+    attrs = nv.nvmlDeviceGetAttributes(mh)
+    gi, ci = int(nv.nvmlDeviceGetGpuInstanceId(mh)), int(nv.nvmlDeviceGetComputeInstanceId(mh))
+    caps = [f"{CAPS_DIR}/nvidia-cap{minors[k]}" for k in (
+        f"gpu{parent.minor}/gi{gi}/access", f"gpu{parent.minor}/gi{gi}/ci{ci}/access")
+        if k in minors]
+    profile = mig_profile(int(attrs.gpuInstanceSliceCount), int(attrs.memorySizeMB))
+    return GpuDevice(
+        index=index, type=profile, name=f"{parent.name} MIG {profile}",
+        uuid=NvmlSource._text(nv.nvmlDeviceGetUUID(mh)), memory_mb=int(attrs.memorySizeMB),
+        minor=parent.minor, pci_bus_id=parent.pci_bus_id, numa_node=parent.numa_node,
+        simulated=False, pci_switch=parent.pci_switch, cores=parent.cores,
+        # its GPU instance's capability: what fencing denies to the jobs not given it (the
+        # parent's /dev/nvidiaN is shared by all its instances and is never fenced for them)
+        file=caps[0] if caps else "", mig_parent=parent.index, mig_index=j,
+        mig_files=[parent.file, *caps])
+
+
+def mig_profile(slices: int, memory_mb: int) -> str:
+    """Slurm's MIG type from the instance's attributes: 1 slice, 9856 MiB -> '1g.10gb'."""
+    return f"{slices}g.{-(-memory_mb // 1024)}gb"
+
+
+def read_mig_minors(path: str = MIG_MINORS) -> dict[str, int]:
+    """'gpu0/gi1/ci0/access' -> its /dev/nvidia-caps/nvidia-cap<N> minor N; {} when unreadable."""
+    out: dict[str, int] = {}
+    try:
+        with open(path) as f:
+            for line in f:
+                words = line.split()
+                if len(words) == 2 and words[1].isdigit():
+                    out[words[0]] = int(words[1])
+    except OSError as e:
+        log.warning("cannot read %s (%s): MIG instances are not fenced from each other", path, e)
+    return out
+
+
+def visible_devices(devices: list[GpuDevice], indices: list[int]) -> str | None:
+    """CUDA_VISIBLE_DEVICES for these GPUs when one of them is a MIG instance (CUDA names MIG
+    instances by UUID only); None when they are all whole GPUs (indices do)."""
+    chosen = [g for g in devices if g.index in indices]
+    if not any(g.mig_parent >= 0 for g in chosen):
+        return None
+    return ",".join(g.uuid for g in sorted(chosen, key=lambda g: indices.index(g.index)))
+
+
 class ConfiguredSource:
     """GPUs as configuration declares them for this node; simulated, no device behind them."""
 
@@ -143,7 +258,8 @@ class ConfiguredSource:
     def devices(self) -> list[GpuDevice]:
         declared = [d for d in self.cfg.gres_devices.get(self.node, []) if d.name == "gpu"]
         if declared:
-            return [GpuDevice(index=i, type=d.type, file=d.file, simulated=True, name="simulated")
+            return [GpuDevice(index=i, type=d.type, file=d.file, simulated=True, name="simulated",
+                              links=list(d.links), cores=d.cores)  # gres.conf Links=, Cores=
                     for i, d in enumerate(declared)]
         node = self.cfg.nodes.get(self.node)
         out: list[GpuDevice] = []
@@ -184,7 +300,9 @@ def sampler(devices: list[GpuDevice], cfg: Config, node: str, spool: str):
     """The backend that samples this node's GPUs: NVML for real ones, else the simulated files."""
     if devices and not any(g.simulated for g in devices):
         try:
-            return NvmlSource(indices=[g.index for g in devices])
+            return NvmlSource(indices=[g.index for g in devices],
+                              migs={g.index: (g.mig_parent, g.mig_index) for g in devices
+                                    if g.mig_parent >= 0})
         except ImportError:
             log.warning("real GPUs but no pynvml: GPU usage is not sampled")
     sim_dir = os.path.join(spool, SIM_DIR)

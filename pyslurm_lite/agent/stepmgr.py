@@ -40,8 +40,9 @@ from . import shellsafe
 from . import spool as spool_mod
 from . import taskprolog
 from .cgroup import Limits, Tracker, step_memory
-from .cpus import CoreMap
+from .cpus import CoreMap, gpu_cores
 from .env import batch_environment, gpu_environment, submitter_umask
+from .mps import MpsControl, pipe_dir, share_request
 from .iopaths import CHDIR, CHDIR_REPORT, expand_pattern, output_paths
 
 log = logging.getLogger("pyslurm_lite.agent.stepmgr")
@@ -125,6 +126,8 @@ class StepManager:
         self.report = report  # report(event dict) -> None, delivered to the controller
         self.gpus = gpus or []
         self.tracker = tracker or Tracker()
+        # the MPS control daemon of each GPU that gres/mps jobs run on (MpsControlProgram=)
+        self.mps = MpsControl(cfg.mps_control_program, spool, self.gpus)
         self.cores = CoreMap()
         self.tasks = None  # the TaskManager (srun steps), set by the agent
         self.acct = None  # the usage Gatherer (acctgather.py), set by the agent
@@ -197,7 +200,10 @@ class StepManager:
         deny += [_device_number(f) for f in gpu_mod.foreign_devices(self.cfg, self.node)]
         deny = list(dict.fromkeys(d for d in deny if d is not None))
         fenced = bool(deny) and self.tracker.fences_devices
-        cpus = self.cores.take(job_key(job.job_id), here.cpus, numa)
+        near, strict = gpu_cores(self.gpus, mine, job.spec.gres_flags)  # Cores=, --gres-flags
+        if near is not None and not near:
+            numa = set()  # disable-binding: no preference at all
+        cpus = self.cores.take(job_key(job.job_id), here.cpus, numa, near or None, strict)
         return Limits(mem_mb=here.mem, cpus=cpus, deny_devices=deny), sorted(mine) if fenced else None
 
     def _start(self, job: Job, node_addrs: dict[str, str]) -> Running:
@@ -209,7 +215,8 @@ class StepManager:
         fenced = self.ensure_job_cgroup(job, self.node)
         key = job_key(job.job_id)
         here = next((a for a in job.allocations if a.node == self.node), job.allocations[0])
-        env = batch_environment(job, self.cfg, self.node, node_addrs, gpu_environment(here.gpus, fenced))
+        env = batch_environment(job, self.cfg, self.node, node_addrs,
+                                gpu_environment(here.gpus, fenced, **self.gpu_options(job, fenced)))
         out, err = output_paths(job, self.node)
         gate_r, gate_w = os.pipe()
         mode = ">>" if spec.open_mode == "append" else ">"
@@ -263,8 +270,32 @@ class StepManager:
                 return self.job_cgroups[job.job_id]
             limits, fenced = self._limits(job, node, job_gpus)
             self.tracker.create(job_key(job.job_id), limits)
+            try:
+                self.mps.job_started(job, node)
+            except Exception:  # MpsBusy: the launch fails, and leaves nothing here
+                self.tracker.remove(job_key(job.job_id))
+                self.cores.release(job_key(job.job_id))
+                raise
             self.job_cgroups[job.job_id] = fenced
             return fenced
+
+    def gpu_options(self, job: Job, fenced: list[int] | None) -> dict:
+        """What gpu_environment needs to know of the job beyond its GPUs: this node's devices
+        (MIG instances go by UUID), whether it shares its GPU, and the pipe of its GPU's MPS
+        daemon when it may talk to it: the daemon runs and the job is fenced to that GPU, so
+        "device 0" in both their views is the same GPU."""
+        share, _ = share_request(job.spec.gres)
+        here = next((a for a in job.allocations if a.node == self.node), None)
+        pipe = ""
+        if share == "mps" and self.cfg.mps_control_program and here is not None and here.gpus:
+            gpu = here.gpus[0]
+            if self.mps.ready(gpu) and fenced:
+                pipe = pipe_dir(self.spool, gpu)
+            else:
+                log.warning("job %s runs without MPS on GPU %d: %s", job.job_id, gpu,
+                            "the job is not fenced to its GPU (ConstrainDevices, device files)"
+                            if self.mps.ready(gpu) else "its MPS control daemon is not running")
+        return {"devices": self.gpus, "share": share, "mps_pipe": pipe}
 
     @staticmethod
     def _identity(spec, as_root: bool) -> dict:
@@ -418,6 +449,7 @@ class StepManager:
         self.tracker.kill_all(job_key(job_id), 0)
         self.tracker.remove(job_key(job_id))
         self.cores.release(job_key(job_id))
+        self.mps.job_ended(job_id)
         with self.lock:
             self.job_cgroups.pop(job_id, None)
 

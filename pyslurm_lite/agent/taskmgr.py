@@ -3,7 +3,8 @@ report exits.
 
 One srun connection (a bidirectional gRPC stream) per node of a step:
   in:  StepLaunch (its credential, signed by the controller, names the step, the identity its
-       tasks run as and the job's allocation here; nothing else in it is trusted for those),
+       tasks run as, the job's allocation here and the step's task layout; nothing else in it
+       is trusted for those, and a layout other than the signed one is refused),
        then stdin / signals;
   out: started, output chunks (task, stream, bytes), one exit per task; the stream then ends.
 If srun goes away, the step's tasks here are killed. Tasks run as the job's user, in the step's
@@ -28,8 +29,9 @@ from .. import rlimits
 from ..rpc import wire
 from .._proto import agent_pb2
 from ..model import Job
-from ..rpc.credential import Claims, CredentialError
-from . import binding
+from ..rpc.credential import Claims, CredentialError, check_layout
+from . import binding, gpubind
+from . import pmi as pmi_mod
 from . import pty as ptys
 from . import shellsafe, taskprolog
 from .cpus import cpulist
@@ -83,6 +85,7 @@ class StepRun:
     gpus: list[int] = field(default_factory=list)  # the step's GPUs here (usage sampling)
     started: float = field(default_factory=time.time)
     rusage: list = field(default_factory=list)  # wait4()'s figures of each task that exited
+    pmi: object = None  # srun --mpi=pmi2: the step's PMI server here (pmi.PmiServer)
 
 
 class TaskManager:
@@ -102,6 +105,9 @@ class TaskManager:
         try:  # the credential first: nothing of an unchecked message is used
             claims = self.steps.admission.admit(launch.credential, self.node_key, launch.job.job_id,
                                                 launch.step_id)
+            # srun's layout is the user's word: it sets PMI_SIZE and the PMI server's size
+            check_layout(claims, self.node, list(launch.step_nodes),
+                         list(launch.step_tasks_per_node), list(launch.task_ids))
             job = wire.from_msg(launch.job, Job)
         except (CredentialError, ValueError) as e:
             log.warning("step %s.%s refused: %s", launch.job.job_id, launch.step_id, e)
@@ -129,6 +135,8 @@ class TaskManager:
             return
         self._kill(run, signal.SIGKILL)
         self._close_pty(run)
+        if run.pmi is not None:
+            run.pmi.stop()
         for proc in run.procs.values():
             proc.wait()
 
@@ -140,6 +148,8 @@ class TaskManager:
                 remaining -= 1
             yield msg
         key = (run.job_id, run.step_id)
+        if run.pmi is not None:
+            run.pmi.stop()
         if self.steps.acct is not None:  # before the kill: what is left still counts
             self.steps.acct.finish(self._target(run), _merged(run.rusage))
         self.steps.tracker.kill_all(f"job_{run.job_id}/step_{run.step_id}", 0)
@@ -161,6 +171,8 @@ class TaskManager:
                             ptys.set_winsize(run.pty, msg.winsize.rows, msg.winsize.cols)
                 elif kind == "signal":
                     self._kill(run, msg.signal)
+                elif kind == "pmi_done" and run.pmi is not None:
+                    run.pmi.fence_done(msg.pmi_done.seq, dict(msg.pmi_done.kvs))
         except Exception:  # srun went away: the callback kills the tasks
             pass
         finally:
@@ -226,24 +238,56 @@ class TaskManager:
         bind, masks = self._binding(job, launch, len(ranks), run)
         step_env.update(binding.environment(bind, masks))
         gpus = self._gpu_split(job, len(ranks), launch.gpus_per_task)
+        gbind, bound = self._gpu_binding(job, step_env, run, fenced, masks, len(ranks))
+        gpus = bound or gpus
+        gpu_options = self.steps.gpu_options(job, fenced)  # MIG UUIDs, shard/mps (env.py)
         if launch.gpus_per_task:
             step_env["SLURMD_TRES_BIND"] = f"gpu:per_task:{launch.gpus_per_task}"
             step_env["SLURM_GPUS_PER_TASK"] = str(launch.gpus_per_task)
         envs: dict[int, dict] = {}
         run.epilog = self._epilogs(job, launch, claims, envs, run)
+        run.pmi = self._pmi_server(job, launch, step_env, ranks, run)
         for local, rank in enumerate(ranks):
             env = task_environment(step_env, rank, local, node_index, ranks,
-                                   gpus[local] if gpus else None, fenced)
-            if launch.gpus_per_task and gpus:  # the node's count, though the task has its share
+                                   gpus[local] if gpus else None, fenced, **gpu_options)
+            if (launch.gpus_per_task or bound) and gpus and not gpu_options["share"]:
+                # the node's count, though the task has its share
                 env["SLURM_GPUS_ON_NODE"] = str(sum(len(a.gpus) for a in job.allocations
                                                     if a.node == self.node))
             cpus = masks[local] if masks else None
+            if run.pmi is not None:
+                env.update(run.pmi.environment(rank))
             envs[rank] = env
             run.procs[rank] = self._start_task(job, launch, env, rank, local, run, claims, cpus)
             if bind.verbose:
                 run.out.put(agent_pb2.StepOutput(task_id=rank, stream=2, data=binding.verbose_line(
                     self.node, rank, local, run.procs[rank].pid, cpus).encode()))
+            if gbind.verbose and gpus:
+                run.out.put(agent_pb2.StepOutput(task_id=rank, stream=2, data=gpubind.verbose_line(
+                    gpus[local], run.gpus, fenced).encode()))
+        if run.pmi is not None:
+            run.pmi.start()
         return run
+
+    def _pmi_server(self, job: Job, launch, step_env: dict, ranks: list[int], run: StepRun):
+        """srun --mpi=pmi2, told by SLURM_MPI_TYPE as slurmstepd is: the step's PMI server
+        here (pmi.py). srun's process mapping is used when well formed (it alone knows every
+        rank's node); else block layout from the counts."""
+        mapping = step_env.pop("SLURM_PMI2_PROC_MAPPING", "")
+        if step_env.get("SLURM_MPI_TYPE") != "pmi2":
+            return None
+        counts = list(launch.step_tasks_per_node)
+        if not pmi_mod.valid_mapping(mapping):
+            mapping = pmi_mod.process_mapping([i for i, n in enumerate(counts) for _ in range(n)])
+
+        def up(seq: int, pairs: dict) -> None:
+            run.out.put(agent_pb2.StepOutput(pmi_fence=agent_pb2.PmiFence(seq=seq, kvs=pairs)))
+
+        def abort(rank: int, code, message: str) -> None:
+            run.out.put(agent_pb2.StepOutput(pmi_abort=agent_pb2.PmiAbort(
+                task_id=rank, exit_code=-1 if code is None else code, message=message)))
+            self._kill(run, signal.SIGKILL)  # srun kills the step's other nodes
+        return pmi_mod.PmiServer(job.job_id, launch.step_id, ranks, sum(counts), mapping, up, abort)
 
     def _binding(self, job: Job, launch, ntasks: int, run: StepRun):
         """--cpu-bind planned over the CPUs the job may use here (its own cores when pinned),
@@ -263,6 +307,15 @@ class TaskManager:
             raise ValueError(f"--cpu-bind={launch.cpu_bind}: CPU {outside[0]} is not available "
                              f"to job {job.job_id} here (CPUs {cpulist(cpus)})")
         return bind, masks
+
+    def _gpu_binding(self, job: Job, step_env: dict, run: StepRun, fenced, masks, ntasks: int):
+        """--gpu-bind (srun's, else the job's, both as SLURM_GPU_BIND): each task's GPUs out of
+        the step's here, planned before any task starts (gpubind.py); None when not bound.
+        closest reads each task's CPUs: its --cpu-bind mask, else the job's cores here."""
+        bind = gpubind.parse(step_env.get("SLURM_GPU_BIND", ""))
+        close = gpubind.close_cores(self.steps.gpus) if bind.kind == "closest" else {}
+        cpus = masks or [set(self.steps.cores.held(f"job_{job.job_id}"))] * ntasks
+        return bind, gpubind.plan(bind, sorted(run.gpus), fenced, ntasks, cpus, close)
 
     def _gpu_split(self, job: Job, ntasks: int, per_task: int) -> list[list[int]]:
         """--gpus-per-task: task i gets the i-th share of the job's GPUs here (wrapping when
@@ -302,10 +355,12 @@ class TaskManager:
         gate_r, gate_w = os.pipe()
         env = shellsafe.guard(dict(env, GATE_FD=str(gate_r)))
         wants_stdin = _reads_stdin(launch, rank)
+        pmi_fd = run.pmi.task_fds.get(rank, -1) if run.pmi is not None else -1
         try:
             # cwd="/": root enters no directory of the user's; the shim does, as the user
             proc = subprocess.Popen(
-                cmd, cwd="/", env=env, pass_fds=(gate_r,), start_new_session=True,
+                cmd, cwd="/", env=env, pass_fds=(gate_r,) + ((pmi_fd,) if pmi_fd >= 0 else ()),
+                start_new_session=True,
                 umask=submitter_umask(launch.env),
                 stdin=subprocess.PIPE if wants_stdin else (
                     subprocess.DEVNULL if slave is None else slave),
@@ -318,6 +373,8 @@ class TaskManager:
             os.close(gate_r)
             if slave is not None:  # the task holds it now; the agent keeps the master only
                 os.close(slave)
+            if run.pmi is not None:  # likewise its PMI_FD
+                run.pmi.started(rank)
         try:
             self.steps.tracker.add(f"job_{job.job_id}", proc.pid, str(launch.step_id))
             if cpus:  # while it waits at the gate: all the task runs inherits the mask

@@ -13,12 +13,13 @@ them. Fields we do not record at all are in NOT_RECORDED: they print empty and s
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..config import collect
 from ..model import JobSpec
 from ..units import format_hms, format_limit_hms, format_memory, format_timestamp
 from . import acctusage
+from .nodefields import alloc_shares as shares_held, share_request, whole_gpus
 
 # name -> width (negative: left-justified), in the order of Slurm 22.05's sacct field table.
 WIDTHS = {
@@ -79,6 +80,7 @@ class StepRec:
     cpus: int
     mem: int = 0
     gpus: int = 0
+    shares: dict = field(default_factory=dict)  # {'gres/shard': 3}: a GPU's shares it holds
 
 
 @dataclass
@@ -115,7 +117,7 @@ def run_steps(job, spec: JobSpec, run_state: str) -> list[StepRec]:
         a = job.allocations[0]
         out.append(StepRec("batch", "batch", batch_state(job, run_state), job.exit_code,
                            job.exit_signal, job.start_time, job.end_time, [a.node], 1, a.cpus,
-                           a.mem, len(a.gpus)))
+                           a.mem, len(whole_gpus(a)), shares_held([a])))
     for s in job.steps:
         if s.start_time < job.start_time or (job.end_time and s.start_time > job.end_time):
             continue
@@ -133,14 +135,16 @@ def _tres(items: dict[str, int]) -> str:
 def alloc_tres(rec: Rec) -> str:
     job, step = rec.job, rec.step
     if step is not None:
-        return _tres({"cpu": step.cpus, "mem": step.mem, "node": len(step.nodes), "gres/gpu": step.gpus})
+        return _tres({"cpu": step.cpus, "mem": step.mem, "node": len(step.nodes),
+                      "gres/gpu": step.gpus, **step.shares})
     if not job.start_time or not job.allocations:
         return ""
     cpus = sum(a.cpus for a in job.allocations)
     # Slurm keeps billing as a whole count (its weighted sum, truncated); without weights, CPUs
     return _tres({"billing": int(job.billing) if job.billing else cpus, "cpu": cpus,
                   "mem": sum(a.mem for a in job.allocations), "node": len(job.allocations),
-                  "gres/gpu": sum(len(a.gpus) for a in job.allocations)})
+                  "gres/gpu": sum(len(whole_gpus(a)) for a in job.allocations),
+                  **shares_held(job.allocations)})  # a shard job's GPU is no gres/gpu
 
 
 def req_cpus(rec: Rec) -> int:
@@ -155,6 +159,8 @@ def req_tres(rec: Rec) -> str:
     cpus, nodes = req_cpus(rec), max(rec.spec.num_nodes, 1)
     counts = {"cpu": cpus, "mem": req_mem_per_node(rec) * nodes, "node": nodes,
               "gres/gpu": rec.spec.gpus_needed_per_node() * nodes}
+    name, count = share_request(rec.spec.gres)
+    counts.update({f"gres/{name}": count * nodes} if name else {})
     return _tres({"billing": req_billing(rec, counts), **counts})
 
 

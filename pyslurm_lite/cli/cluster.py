@@ -239,9 +239,12 @@ def unpublish_names(directory: str, path: str = hostsfile.HOSTS) -> None:
 def _kill_leftover_jobs(directory: str, cfg) -> None:
     """Jobs outlive their agent by design (an agent restart must not kill them); `down` must:
     everything in the nodes' job cgroups, and the process groups recorded without cgroups."""
-    from ..agent.cgroup import make_tracker, scope
+    from ..agent.cgroup import tracker_for
     for node in cfg.nodes:
-        tracker = make_tracker("proctrack/auto", scope(cfg, node))
+        try:  # the hierarchy cgroup.conf names (CgroupPlugin=cgroup/v2 on a hybrid host)
+            tracker = tracker_for(cfg, node, kind="proctrack/auto")
+        except ConfigError:
+            continue
         for key in tracker.existing():
             tracker.kill_all(key, 0)
             tracker.remove(key)

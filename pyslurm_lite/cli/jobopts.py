@@ -79,6 +79,17 @@ class Unsupported(argparse.Action):
             warn_once(parser, self.dest, f"{shown} {IGNORED}")
 
 
+class GpuBindAction(argparse.Action):
+    """--gpu-bind: checked as it is parsed (Slurm refuses a bad value at once). The agent reads
+    a step's binding from SLURM_GPU_BIND in the step's environment (agent/gpubind.py): the
+    job's (apply_gpu_options), or srun's own when srun puts ns.gpu_bind there."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from ..agent.gpubind import parse
+        parse(values)
+        setattr(namespace, self.dest, values)
+
+
 class MailTypeAction(argparse.Action):
     """--mail-type: Slurm's words, checked as they are parsed; several given add up (Slurm ORs
     them into one mask)."""
@@ -94,6 +105,52 @@ def apply_mail_options(ns, spec) -> None:
     """--mail-type and --mail-user onto the job (the controller fills in the default user)."""
     spec.mail_type = getattr(ns, "mail_type", None) or ""
     spec.mail_user = (getattr(ns, "mail_user", None) or "").strip()
+
+
+# the input variable that sets --switches' wait alone (Slurm's env-only option), per command
+WAIT4SWITCH = {"sbatch": "SBATCH_WAIT4SWITCH", "salloc": "SALLOC_WAIT4SWITCH", "srun": "SLURM_WAIT4SWITCH"}
+
+
+def apply_switches(ns, spec, environ=None) -> None:
+    """--switches=N[@max-time] onto the job: at most N leaf switches, waited for up to max-time
+    (Slurm's time formats: minutes, minutes:seconds, hours:minutes:seconds, days-hours...);
+    SBATCH_WAIT4SWITCH (SALLOC_, SLURM_) gives the wait when the option does not."""
+    from ..errors import InvalidRequest
+    from ..units import parse_duration_seconds
+    text = getattr(ns, "switches", None)
+    environ = os.environ if environ is None else environ
+    wait = environ.get(WAIT4SWITCH.get(getattr(ns, "command_name", ""), ""))
+    if text:
+        count, at, given = text.partition("@")
+        if not (count.isascii() and count.isdigit() and 0 < int(count) < 2**31):
+            raise InvalidRequest(f'Invalid numeric value "{count}" for --switches.')
+        spec.req_switch = int(count)
+        wait = given if at else wait
+    if wait is not None and spec.req_switch:
+        try:
+            spec.wait4switch = (2**31 - 1 if wait.strip().upper() in ("-1", "INFINITE", "UNLIMITED")
+                                else min(parse_duration_seconds(wait), 2**31 - 1))
+        except InvalidRequest:
+            raise InvalidRequest(f"Invalid --switches time specification: {wait}") from None
+
+
+GRES_FLAGS = ("enforce-binding", "disable-binding")
+
+
+def apply_gpu_options(ns, spec) -> None:
+    """--gpu-bind and --gres-flags onto the job, checked now: a bad value is refused at submit
+    with Slurm's message, never carried to the node."""
+    from ..agent.gpubind import parse
+    from ..errors import InvalidRequest
+    text = getattr(ns, "gpu_bind", None)
+    if text:
+        parse(text)
+        spec.gpu_bind = text
+    flags = getattr(ns, "gres_flags", None)
+    if flags:
+        if flags.lower() not in GRES_FLAGS:
+            raise InvalidRequest("Invalid --gres-flags specification")
+        spec.gres_flags = flags.lower()
 
 
 def warn_once(parser, key: str, text: str) -> None:
@@ -167,6 +224,9 @@ def _add_implemented(p) -> None:
     a("--deadline")
     a("--priority")  # a number, or TOP; only an operator's is kept (the controller says so)
     a("-Q", "--quiet", action="store_true", default=None)
+    a("--gpu-bind", action=GpuBindAction)  # each task's GPUs (agent/gpubind.py)
+    a("--gres-flags")  # enforce-binding | disable-binding (apply_gpu_options)
+    a("--switches")  # N[@max-time]: topology/tree (apply_switches)
     # --immediate[=secs]: sbatch, salloc and srun give up when the job does not start at once
     # (srun inside an allocation: when its step cannot be created at once)
     p.add_argument("-I", "--immediate", nargs="?", const="", action=Unsupported,
@@ -177,11 +237,11 @@ def _add_unsupported(p) -> None:
     """Slurm's options whose effect we do not have (no sockets, cores or threads in placement;
     no licenses, burst buffers, power or energy management, federation). -M/--clusters
     is SlurmArgParser's: it names this cluster or 'all', else is refused."""
-    for value in ("--wckey", "--hint", "--gres-flags",
+    for value in ("--wckey", "--hint",
                   ("-L", "--licenses"), "--mcs-label", "--tmp", "--cluster-constraint",
-                  "--gpu-bind", "--time-min", "--threads-per-core", "--cores-per-socket",
+                  "--time-min", "--threads-per-core", "--cores-per-socket",
                   "--sockets-per-node", "--ntasks-per-socket", "--ntasks-per-core",
-                  ("-B", "--extra-node-info"), "--switches", "--delay-boot", "--power",
+                  ("-B", "--extra-node-info"), "--delay-boot", "--power",
                   "--profile", "--acctg-freq", ("-S", "--core-spec"), "--thread-spec", "--bb",
                   "--bbf", "--container", "--gpu-freq"):
         unsupported(p, *((value,) if isinstance(value, str) else value))

@@ -120,16 +120,35 @@ def gres_text(cfg) -> str:
     return ",".join(items) or "(null)"
 
 
+# gres/shard and gres/mps as sched/sharing.py has them; the CLIs do not import the scheduler
+# (its package costs them 0.4 s a start)
+SHARING = ("shard", "mps")
+
+
+def whole_gpus(a) -> list[int]:
+    """The GPUs an allocation holds whole (gres/gpu); none when it holds shares of one."""
+    return [] if a.share_name else list(a.gpus)
+
+
+def share_request(gres) -> tuple[str, int]:
+    """('shard', 3) for --gres=shard:3; ('', 0) when the job shares no GPU."""
+    return next(((g.name, g.count) for g in gres if g.name in SHARING), ("", 0))
+
+
 def gres_used_text(node) -> str:
     """sinfo -O GresUsed: per configured gres, how many are allocated and which indices, as
-    Slurm's gres_get_node_used(): gpu:a100:2(IDX:0-1),gpu:t4:0(IDX:N/A); (null) without gres."""
+    Slurm's gres_get_node_used(): gpu:a100:2(IDX:0-1),gpu:t4:0(IDX:N/A); (null) without gres.
+    A GPU whose shards (or mps) are in use is not counted as gres/gpu: gpu:0(IDX:N/A),shard:3."""
     if not node.config.gres:
         return "(null)"
-    alloc = set(node.alloc_gpus)
+    alloc = set(node.alloc_gpus) - {s.index for s in node.alloc_shares}
     items = []
     for g in node.config.gres:
+        if g.name in SHARING:
+            items.append(_share_used(node, g.name))
+            continue
         if g.name != "gpu":
-            items.append(f"{g.name}:0")  # only GPUs are allocated by index here
+            items.append(f"{g.name}:0")  # only GPUs, shards and mps are allocated here
             continue
         devices = [d.index for d in node.gpus if not g.type or d.type == g.type] if node.gpus \
             else sorted(alloc)  # not registered since the controller started: the indices held
@@ -137,6 +156,22 @@ def gres_used_text(node) -> str:
         label = ":".join(["gpu"] + ([g.type] if g.type else []) + [str(len(ids))])
         items.append(f"{label}(IDX:{index_ranges(ids) or 'N/A'})")
     return ",".join(items)
+
+
+def _share_used(node, name: str) -> str:
+    """shard:3: the shards (or mps) in use. Slurm 22.05's _node_gres_used() adds (IDX:...) only
+    for gres with device files of their own; shards and mps here have none (gres.conf gives
+    them a Count), so the GPUs they are on show in the job's scontrol -d GRES= instead."""
+    return f"{name}:{sum(s.count for s in node.alloc_shares if s.name == name)}"
+
+
+def shares_of(gres) -> dict[str, int]:
+    """{'gres/shard': 8} from a node's configured Gres (its CfgTRES)."""
+    out: dict[str, int] = {}
+    for g in gres:
+        if g.name in SHARING:
+            out[f"gres/{g.name}"] = out.get(f"gres/{g.name}", 0) + g.count
+    return out
 
 
 def index_ranges(ids: list[int]) -> str:
@@ -200,14 +235,28 @@ def node_field(node, letter: str) -> str:
 
 
 # ---- scontrol show node --------------------------------------------------------------------
-def tres_text(cpus: int, mem: int, nodes: int | None, gpus: int, billing: bool = True) -> str:
-    """CfgTRES/AllocTRES/TRES text in Slurm's order: cpu, mem, node, billing, gres/gpu."""
+def tres_text(cpus: int, mem: int, nodes: int | None, gpus: int, billing: bool = True,
+              shares: dict[str, int] | None = None, billed: int = 0) -> str:
+    """CfgTRES/AllocTRES/TRES text in Slurm's order: cpu, mem, node, billing, gres/gpu, then
+    gres/mps and gres/shard (shares: {'gres/shard': 3}; TRES ids follow the names' order).
+    billing: `billed` (a job's, under TRESBillingWeights) or else the CPUs."""
     from ..units import format_memory
     parts = [f"cpu={cpus}", f"mem={format_memory(mem)}"]
     parts += [f"node={nodes}"] if nodes is not None else []
-    parts += [f"billing={cpus}"] if billing else []
+    parts += [f"billing={billed or cpus}"] if billing else []
     parts += [f"gres/gpu={gpus}"] if gpus else []
+    parts += [f"{k}={v}" for k, v in sorted((shares or {}).items()) if v]
     return ",".join(parts)
+
+
+def alloc_shares(allocations) -> dict[str, int]:
+    """{'gres/shard': 3}: the shards (or mps) some allocations hold, as AllocTRES counts them."""
+    out: dict[str, int] = {}
+    for a in allocations:
+        if a.share_name:
+            key = f"gres/{a.share_name}"
+            out[key] = out.get(key, 0) + sum(a.shares)
+    return out
 
 
 def node_record(node, now: float, cfg, partitions: list[str]) -> list[str]:
@@ -219,8 +268,12 @@ def node_record(node, now: float, cfg, partitions: list[str]) -> list[str]:
     free = str(node.free_memory) if node.responding else "N/A"
     # The controller keeps no last-busy time: a busy node is busy now, an idle one unknown.
     busy = format_timestamp(now) if node.alloc_cpus else "Unknown"
-    alloc = tres_text(node.alloc_cpus, node.alloc_mem, None, len(node.alloc_gpus),
-                      billing=False) if node.alloc_cpus else ""
+    shared = {f"gres/{name}": sum(u.count for u in node.alloc_shares if u.name == name)
+              for name in SHARING}
+    whole = len(set(node.alloc_gpus) - {u.index for u in node.alloc_shares})
+    alloc = tres_text(node.alloc_cpus, node.alloc_mem, None, whole, billing=False,
+                      shares=shared) if node.alloc_cpus else ""
+    cfg_shares = shares_of(c.gres)
     lines = [f"NodeName={c.name}{_arch(node)} CoresPerSocket={cores_per_socket(c)} ",
              f"CPUAlloc={node.alloc_cpus} CPUEfctv={c.cpus} CPUTot={c.cpus} CPULoad={load}",
              f"AvailableFeatures={','.join(c.features) or '(null)'}",
@@ -235,18 +288,32 @@ def node_record(node, now: float, cfg, partitions: list[str]) -> list[str]:
     lines += [f"Partitions={','.join(partitions)} "] if partitions else []
     boot = f"BootTime={format_timestamp(node.boot_time)} " if node.boot_time else "BootTime=None "
     lines += [boot + "SlurmdStartTime=None", f"LastBusyTime={busy}",
-              f"CfgTRES={tres_text(c.cpus, c.real_memory, None, gpu_total(c))}",
+              f"CfgTRES={tres_text(c.cpus, c.real_memory, None, gpu_total(c), shares=cfg_shares)}",
               f"AllocTRES={alloc}",
               "CapWatts=n/a", "CurrentWatts=0 AveWatts=0",
               "ExtSensorsJoules=n/s ExtSensorsWatts=0 ExtSensorsTemp=n/s"]
     if node.reason:
         # The controller records no reason uid; only an operator (root) may set one.
         lines.append(f"Reason={node.reason} [root@{format_timestamp(node.reason_time)}]")
-    if node.foreign_gpus:  # ours: GPUs the scheduler keeps jobs off (processes no job started)
-        pids = ",".join(str(p) for f in node.foreign_gpus for p in f.pids)
-        lines.append(f"Comment=GPU(s) {','.join(str(f.index) for f in node.foreign_gpus)} used by "
-                     f"processes no job started (pids {pids or 'unknown'}), kept out of scheduling")
+    notes = _gpu_notes(node, cfg)
+    lines += [f"Comment={'; '.join(notes)}"] if notes else []
     return lines
+
+
+def _gpu_notes(node, cfg) -> list[str]:
+    """Ours, in Slurm's Comment= field: GPUs busy outside jobs (ForeignGpuAction says whether
+    they are still scheduled) and GPUs out of scheduling for a fault (GpuHealthAction=gpu)."""
+    notes = []
+    if node.foreign_gpus:
+        pids = ",".join(str(p) for f in node.foreign_gpus for p in f.pids)
+        kept = ("kept out of scheduling" if cfg.foreign_gpu_action == "exclude"
+                else "still scheduled (ForeignGpuAction=report)")
+        notes.append(f"GPU(s) {','.join(str(f.index) for f in node.foreign_gpus)} used by "
+                     f"processes no job started (pids {pids or 'unknown'}), {kept}")
+    if node.gpu_faults:
+        faults = ", ".join(f"gpu {f.index}: {f.detail or f.kind}" for f in node.gpu_faults)
+        notes.append(f"GPU fault(s) {faults}, out of scheduling until the node is resumed")
+    return notes
 
 
 def _arch(node) -> str:

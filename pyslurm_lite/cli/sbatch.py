@@ -17,7 +17,7 @@ from .. import rlimits
 from ..errors import InvalidRequest
 from ..model import GresRequest, JobSpec
 from .common import SlurmArgParser, fail, run
-from .jobopts import apply_mail_options
+from .jobopts import apply_gpu_options, apply_mail_options, apply_switches
 from .jobopts import (SBATCH_VARIABLES, JobArgParser, add_batch_options, add_job_options,  # noqa: F401
                       env_arguments, unsupported)  # add_job_options: srun imports it from here
 
@@ -184,6 +184,8 @@ def spec_from_args(ns, script: str, cwd: str) -> JobSpec:
     # PropagateResourceLimits / --propagate: the caller's limits go with the job
     spec.rlimits = rlimits.for_command(getattr(ns, "propagate", None))
     apply_mail_options(ns, spec)  # --mail-type, --mail-user (jobopts.py)
+    apply_switches(ns, spec)  # --switches (jobopts.py)
+    apply_gpu_options(ns, spec)  # --gpu-bind, --gres-flags (jobopts.py)
     return spec
 
 

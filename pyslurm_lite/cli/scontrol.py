@@ -14,8 +14,10 @@ import re
 import sys
 
 from ..arrays import fold
+from . import showtopo
 from .common import SlurmArgParser, fail, run
-from .nodefields import gpu_total, gres_used_text, node_record, tres_text
+from .nodefields import (alloc_shares, gpu_total, gres_used_text, node_record, share_request,
+                         shares_of, tres_text, whole_gpus)
 
 PROG = "scontrol"
 JOB_ACTIONS = ("hold", "uhold", "release", "requeue", "requeuehold")
@@ -82,26 +84,39 @@ def _job_times(job, now: float) -> tuple[str, str, str]:
 def _job_resources(job, spec, cfg) -> tuple[str, int, str]:
     """(NumNodes text, NumCPUs, TRES) from the allocation, or from the request while pending."""
     if job.allocations:
-        gpus = sum(len(a.gpus) for a in job.allocations)
+        gpus = sum(len(whole_gpus(a)) for a in job.allocations)  # a shard job's GPU is no gres/gpu
         cpus = sum(a.cpus for a in job.allocations)
-        tres = tres_text(cpus, sum(a.mem for a in job.allocations), len(job.allocations), gpus)
+        # Slurm keeps billing as a whole count (its weighted sum, truncated), as sacct shows it
+        tres = tres_text(cpus, sum(a.mem for a in job.allocations), len(job.allocations), gpus,
+                         shares=alloc_shares(job.allocations), billed=int(job.billing))
         return str(len(job.allocations)), cpus, tres
     n = max(spec.num_nodes, 1)
     cpus = sum(spec.cpus_on_node(i) for i in range(n))
     mem = sum(spec.mem_on_node(i, cfg.def_mem_per_cpu, cfg.def_mem_per_node) for i in range(n))
     nodes = f"{n}-{n}" if n > 1 else str(n)  # Slurm shows min-max once -N asks for several
-    return nodes, cpus, tres_text(cpus, mem, n, spec.gpus_needed_per_node() * n)
+    name, count = share_request(spec.gres)
+    shares = {f"gres/{name}": count * n} if name else None
+    return nodes, cpus, tres_text(cpus, mem, n, spec.gpus_needed_per_node() * n, shares=shares)
 
 
 def _detail_lines(job) -> list[str]:
     """scontrol -d: the job's GPUs and, per node, memory and GPU indices (CPU ids are not
     tracked, so Slurm's CPU_IDs= is left out)."""
-    gpus = sum(len(a.gpus) for a in job.allocations)
-    lines = [f"JOB_GRES={'gpu:%d' % gpus if gpus else '(null)'}"]
+    gpus = sum(len(whole_gpus(a)) for a in job.allocations)
+    shares = alloc_shares(job.allocations)
+    job_gres = ([f"gpu:{gpus}"] if gpus else []) + [f"{k[5:]}:{v}" for k, v in shares.items()]
+    lines = [f"JOB_GRES={','.join(job_gres) or '(null)'}"]
     for a in job.allocations:
-        gres = f"gpu:{len(a.gpus)}(IDX:{fold(sorted(a.gpus))})" if a.gpus else ""
-        lines.append(f"  Nodes={a.node} Mem={a.mem} GRES={gres}")
+        lines.append(f"  Nodes={a.node} Mem={a.mem} GRES={_node_gres(a)}")
     return lines
+
+
+def _node_gres(a) -> str:
+    """gpu:2(IDX:0-1), or shard:3(IDX:0) for shares of GPU 0 (the GPU they are on)."""
+    if not a.gpus:
+        return ""
+    label = f"{a.share_name}:{sum(a.shares)}" if a.share_name else f"gpu:{len(a.gpus)}"
+    return f"{label}(IDX:{fold(sorted(a.gpus))})"
 
 
 def batch_host(job) -> str:
@@ -115,7 +130,7 @@ def job_record(msg, now: float, cfg, detail: bool = False) -> list[str]:
     from ..model import JobSpec
     spec = wire.from_msg(msg.spec, JobSpec)
     return (_job_state_lines(msg, spec, now, detail) + _job_place_lines(msg, spec, cfg, detail)
-            + _job_file_lines(msg, spec))
+            + _job_file_lines(msg, spec, cfg))
 
 
 def _reason(job) -> str:
@@ -186,7 +201,7 @@ def _job_place_lines(job, spec, cfg, detail: bool) -> list[str]:
     ]
 
 
-def _job_file_lines(job, spec) -> list[str]:
+def _job_file_lines(job, spec, cfg=None) -> list[str]:
     from .jobfields import gres_text as tres_per_node
     lines = [f"Command={_command(spec)}", f"WorkDir={spec.work_dir}"]
     # Slurm prints AdminComment (the operator's, or the idle-GPU flag) before the user's Comment
@@ -196,6 +211,7 @@ def _job_file_lines(job, spec) -> list[str]:
     if spec.batch:
         lines += [f"StdErr={_std_path(job, spec.std_err or spec.std_out)}",
                   f"StdIn={spec.std_in or '/dev/null'}", f"StdOut={_std_path(job, spec.std_out)}"]
+    lines += showtopo.switches_line(spec, cfg) if cfg is not None else []  # Slurm's line 34
     lines.append("Power=")
     per_node = tres_per_node(spec)
     # The empty last line is Slurm's trailing "   " before the blank line.
@@ -273,6 +289,7 @@ def partition_record(part, nodes_by_name) -> list[str]:
     cpus = sum(n.config.cpus for n in nodes)
     mem = sum(n.config.real_memory for n in nodes)
     gpus = sum(gpu_total(n.config) for n in nodes)
+    shares = shares_of(g for n in nodes for g in n.config.gres)
     default_time = "NONE" if part.default_time < 0 else format_limit_hms(part.default_time)
     max_nodes = "UNLIMITED" if part.max_nodes < 0 else str(part.max_nodes)
     groups = ",".join(part.allow_groups) or "ALL"
@@ -292,7 +309,7 @@ def partition_record(part, nodes_by_name) -> list[str]:
             "SelectTypeParameters=NONE",
             "JobDefaults=(null)",
             "DefMemPerNode=UNLIMITED MaxMemPerNode=UNLIMITED",
-            f"TRES={tres_text(cpus, mem, len(part.nodes), gpus)}"]
+            f"TRES={tres_text(cpus, mem, len(part.nodes), gpus, shares=shares)}"]
 
 
 def show_partition(client, ns, arg: str | None) -> int:
@@ -438,7 +455,7 @@ def show_config(client, ns, arg: str | None) -> int:
 SHOW = {"config": show_config, "configuration": show_config, "job": show_job, "jobs": show_job, "node": show_node, "nodes": show_node,
         "partition": show_partition, "partitions": show_partition, "step": show_step,
         "steps": show_step, "reservation": show_reservation, "reservations": show_reservation,
-        "res": show_reservation}
+        "res": show_reservation, "topology": showtopo.show_topology}
 
 
 def show(make_client, ns, args: list[str]) -> int:

@@ -73,6 +73,9 @@ class Efficiency:
         self.reqmem = 1024 * (af.req_mem_per_node(rec) * self.nnodes if self.pernode
                               else per_cpu * self.ncpus)
         self.gpus = sum(len(a.gpus) for a in job.allocations) if job.start_time else 0
+        # a job holding shards (or mps) of a GPU: its utilisation is the whole GPU's
+        self.shares = ",".join(f"{k[5:]}:{v}" for k, v in af.shares_held(job.allocations).items()) \
+            if job.start_time else ""
         self.gpu_util, self.gpu_mem = self._gpus(job)
 
     def _cpu_seconds(self, job) -> int:
@@ -143,7 +146,8 @@ def efficiency_lines(e: Efficiency) -> list[str]:
            f"Memory Utilized: {kbytes2str(e.mem)}{estimated}",
            f"Memory Efficiency: {mem_eff:.2f}% of {of}"]
     if e.gpus:
-        out += [f"GPU Efficiency: {e.gpu_util:.2f}% of {e.gpus} GPU(s)",
+        shared = f" (shared: {e.shares}, the GPU's use by all its jobs)" if e.shares else ""
+        out += [f"GPU Efficiency: {e.gpu_util:.2f}% of {e.gpus} GPU(s){shared}",
                 f"GPU Memory Utilized: {kbytes2str(e.gpu_mem)}"]
     return out
 

@@ -74,6 +74,10 @@ def settings(cfg, boot_time: float) -> dict[str, str]:
         "SlurmdPort": str(cfg.slurmd_port), "SlurmdSpoolDir": _null(cfg.slurmd_spool_dir),
         "SlurmdTimeout": _sec(cfg.slurmd_timeout),
         "StateSaveLocation": cfg.state_save_location, "TaskPlugin": cfg.task_plugin,
+        "MpiDefault": cfg.mpi_default, "TopologyPlugin": cfg.topology_plugin,
+        # ours (README): what a GPU fault or a GPU busy outside jobs does, and the MPS daemon
+        "ForeignGpuAction": cfg.foreign_gpu_action, "GpuHealthAction": cfg.gpu_health_action,
+        "MpsControlProgram": _null(cfg.mps_control_program),
     }
     if cfg.priority_type == "priority/multifactor":
         out["PriorityDecayHalfLife"] = format_limit_hms(cfg.priority_decay_half_life)
@@ -89,11 +93,24 @@ def lines(cfg, now: float, boot_time: float) -> list[str]:
     out = [f"Configuration data as of {format_timestamp(now)}"]
     items = settings(cfg, boot_time)
     out += [f"{k:<{KEY_WIDTH}} = {items[k]}" for k in sorted(items, key=str.lower)]
+    # Slurm prints cgroup.conf's section right after slurm.conf's keys
+    out += ["", "Cgroup Support Configuration:"]
+    out += [f"{k:<{KEY_WIDTH}} = {v}" for k, v in cgroup_settings(cfg).items()]
     if cfg.extra:
         out += ["", "Read from slurm.conf but not implemented here:"]
         out += [f"{k:<{KEY_WIDTH}} = {v}" for k, v in sorted(cfg.extra.items())
                 if k != "schedulertype"]
     return out
+
+
+def cgroup_settings(cfg) -> dict[str, str]:
+    """cgroup.conf's keys this implementation has, as Slurm's section prints them (lower-case
+    yes/no, alphabetical): CgroupPlugin and the Constrain* keys."""
+    def yes(flag: bool) -> str:
+        return "yes" if flag else "no"
+    return {"CgroupPlugin": cfg.cgroup_plugin, "ConstrainCores": yes(cfg.constrain_cores),
+            "ConstrainDevices": yes(cfg.constrain_devices),
+            "ConstrainRAMSpace": yes(cfg.constrain_ram_space)}
 
 
 def show_config(client, ns, arg) -> int:

@@ -5,6 +5,9 @@ laid out in block distribution, a signed credential comes back) -> one LaunchSte
 node's agent -> output streams back live (with --label, line by line as "N: "), stdin goes to
 task 0, Ctrl-C twice within a second or SIGTERM ends the step -> exit code: the highest task exit
 code, 128+signal for a task killed by a signal.
+With --mpi=pmi2 (or MpiDefault=pmi2) srun is also the root of the step's PMI fences: each agent's
+pairs come up its stream, the union goes down every stream (agent/pmi.py); a PMI abort kills the
+step and is its exit code.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import threading
 import time
 
 from .. import rlimits
+from ..agent import pmi
 from .common import SlurmArgParser, run
 from .jobopts import JobArgParser, unsupported
 from .sbatch import add_job_options, export_environment, with_umask
@@ -25,13 +29,13 @@ PROG = "srun"
 RETRY = 0.5  # seconds between tries to create a step on busy nodes
 _STOP = object()
 # srun's own options accepted as Slurm's srun does, without an effect here: each use says so.
-UNSUPPORTED = ("--mpi", "--accel-bind", "--mem-bind", "--cpu-freq", "--network")
+UNSUPPORTED = ("--accel-bind", "--mem-bind", "--cpu-freq", "--network")
 # srun's input variables (Slurm's names): each stands for its option when that is not given.
 INPUT_ENV = {"SLURM_LABELIO": "label", "SLURM_UNBUFFEREDIO": "unbuffered",
              "SLURM_STDOUTMODE": "output", "SLURM_STDERRMODE": "error",
              "SLURM_STDINMODE": "input", "SLURM_OVERLAP": "overlap",
              "SLURM_KILL_BAD_EXIT": "kill_on_bad_exit", "SLURM_DISTRIBUTION": "distribution",
-             "SLURM_CPU_BIND": "cpu_bind", "SLURM_EXACT": "exact"}
+             "SLURM_CPU_BIND": "cpu_bind", "SLURM_EXACT": "exact", "SLURM_MPI_TYPE": "mpi"}
 _FLAGS = ("label", "unbuffered", "overlap", "exact")
 
 
@@ -46,6 +50,7 @@ def build_parser() -> SlurmArgParser:
     a("--exact", action="store_true", default=None)
     a("--pty", action="store_true", default=None)  # task 0 on a terminal (cli/terminal.py)
     a("--jobid", type=int)
+    a("--mpi")  # none | pmi2 | list (agent/pmi.py); slurm.conf's MpiDefault without it
     a("-K", "--kill-on-bad-exit", nargs="?", const="1")
     a("-v", "--verbose", action="count")
     # --distribution and --cpu-bind are job options (jobopts.py) that srun implements
@@ -108,6 +113,11 @@ class StepSession:
         self.kill_on_bad_exit = False  # srun -K: a task's bad exit ends the whole step
         self.verbose = False
         self._killing = threading.Event()
+        # srun --mpi=pmi2: srun is the root of every fence (agent/pmi.py)
+        self.fences = pmi.FenceRoot([n.name for n in reply.nodes],
+                                    sum(len(n.task_ids) for n in reply.nodes))
+        self._fence_lock = threading.Lock()
+        self.aborted: tuple[int, int] | None = None  # (task, its abort's exit code or -1)
 
     def start(self) -> None:
         import grpc
@@ -143,6 +153,10 @@ class StepSession:
                     self.exits[msg.task_id] = (msg.exit_code, msg.exit_signal, node.name)
                     if (msg.exit_code or msg.exit_signal) and self.kill_on_bad_exit:
                         self._kill_step(msg.task_id, node.name)
+                elif msg.HasField("pmi_fence"):
+                    self._pmi_fence(node.name, msg.pmi_fence, agent_pb2)
+                elif msg.HasField("pmi_abort"):
+                    self._pmi_abort(node.name, msg.pmi_abort)
                 elif msg.started and self.verbose:
                     sys.stderr.write(f"srun: launch/slurm: _task_start: Node {node.name}, "
                                      f"{len(node.task_ids)} tasks started\n")
@@ -155,6 +169,30 @@ class StepSession:
             self.errors.append(f"{node.name}: {e.details() or e.code()}")
         finally:
             self.queues[node.name].put(_STOP)
+
+    def _pmi_fence(self, node: str, fence, agent_pb2) -> None:
+        """One node's tasks are all in fence seq: once every node's are, the union goes down."""
+        with self._fence_lock:
+            try:
+                union = self.fences.report(node, fence.seq, dict(fence.kvs))
+            except pmi.PmiError as e:  # a node out of step: its tasks could wait for ever
+                self.errors.append(f"{node}: PMI fence: {e}")
+                self.signal(signal.SIGKILL)
+                return
+            if union is not None:
+                done = agent_pb2.StepInput(pmi_done=agent_pb2.PmiFence(seq=fence.seq, kvs=union))
+                for q in self.queues.values():
+                    q.put(done)
+
+    def _pmi_abort(self, node: str, abort) -> None:
+        """A task called PMI abort, or left PMI without finalize: as Slurm, the step is killed."""
+        with self._fence_lock:
+            if self.aborted is not None:
+                return
+            self.aborted = (abort.task_id, abort.exit_code)
+        sys.stderr.write(f"srun: error: {node}: task {abort.task_id}: {abort.message}; "
+                         f"terminating StepId={self.base.job.job_id}.{self.reply.step_id}\n")
+        self.signal(signal.SIGKILL)
 
     def _kill_step(self, task: int, node: str) -> None:
         if self._killing.is_set():
@@ -229,15 +267,28 @@ def _exit_status(exits: dict, expected: int) -> tuple[int, int, list[str]]:
     return code, sig, messages
 
 
+def _abort_status(aborted: tuple[int, int], exits: dict) -> tuple[int, int]:
+    """A PMI abort ends the step with the abort's exit code, whatever killing the other tasks
+    made of theirs; a task that left without finalize, with its own exit status."""
+    task, code = aborted
+    if code >= 0:
+        return code, 0
+    c, s, _ = exits.get(task, (1, 0, ""))
+    return (128 + s, s) if s else (c or 1, 0)
+
+
 def _launch_base(ns, reply, cfg, inside: bool):
     from .._proto import agent_pb2
     from ..agent.env import compress_counts
     _, env = export_environment(ns.export, with_umask(os.environ))
     if ns.label:
         env["SLURM_LABELIO"] = "1"
+    if getattr(ns, "gpu_bind", None):  # the agent reads a step's --gpu-bind here (gpubind.py),
+        env["SLURM_GPU_BIND"] = ns.gpu_bind  # over an allocation's own
     if ns.ntasks_per_node:
         env["SLURM_NTASKS_PER_NODE"] = str(ns.ntasks_per_node)
     env["SLURM_PRIO_PROCESS"] = str(os.getpriority(os.PRIO_PROCESS, 0))
+    _mpi_environment(env, getattr(ns, "mpi", None) or "none", reply)
     if inside:  # a step of an allocation made before: Slurm's heterogeneous-job spelling too
         env["SLURM_JOB_CPUS_PER_NODE_PACK_GROUP_0"] = compress_counts(
             [a.cpus for a in reply.job.allocations])
@@ -260,6 +311,34 @@ def _launch_base(ns, reply, cfg, inside: bool):
         base.winsize.rows, base.winsize.cols = window_size()
     base.job.CopyFrom(reply.job)
     return base
+
+
+def mpi_list() -> str:
+    """srun --mpi=list, as Slurm's plugrack_print_mpi_plugins (no pmix here: no versions line)."""
+    return "MPI plugin types are...\n" + "".join(f"\t{t}\n" for t in pmi.TYPES)
+
+
+def mpi_type_error(name: str) -> str:
+    """Slurm's words for an MPI type with no plugin (plugin loader, mpi.c, srun's opt.c)."""
+    return (f"srun: error: Couldn't find the specified plugin name for mpi/{name} looking at "
+            f"all files\n"
+            f"srun: error: cannot find mpi plugin for mpi/{name}\n"
+            f"srun: error: MPI: Cannot create context for mpi/{name}\n"
+            f"srun: error: Invalid MPI type '{name}', --mpi=list for acceptable types\n")
+
+
+def _mpi_environment(env: dict[str, str], mpi: str, reply) -> None:
+    """SLURM_MPI_TYPE for the tasks (and the agent, which starts the PMI server on it, as
+    slurmstepd does); with pmi2, each rank's node as MPICH's process mapping, which the agent
+    takes out of the tasks' environment (Slurm's SLURM_PMI2_PROC_MAPPING). With none, a
+    SLURM_MPI_TYPE inherited from the caller must not start a server."""
+    env.pop("SLURM_PMI2_PROC_MAPPING", None)
+    if mpi == "none":
+        env.pop("SLURM_MPI_TYPE", None)
+        return
+    node_of = {t: i for i, n in enumerate(reply.nodes) for t in n.task_ids}
+    env["SLURM_MPI_TYPE"] = mpi
+    env["SLURM_PMI2_PROC_MAPPING"] = pmi.process_mapping([node_of[t] for t in sorted(node_of)])
 
 
 def _io_path(pattern: str | None) -> str:
@@ -358,6 +437,9 @@ def _gres_none(values) -> bool:
 def main_args(argv: list[str]) -> int:
     parser = build_parser()
     ns = parser.parse_args(argv)
+    if (ns.mpi or "").lower() == "list":
+        sys.stdout.write(mpi_list())
+        return 0
     if not ns.command:
         from ..errors import InvalidRequest
         raise InvalidRequest("No command given to execute.")
@@ -366,6 +448,10 @@ def main_args(argv: list[str]) -> int:
     from .allocation import allocate, release
     from .sbatch import spec_from_args
     client = Client()
+    ns.mpi = ns.mpi or client.cfg.mpi_default or "none"
+    if ns.mpi not in pmi.TYPES:  # before anything is allocated or launched
+        sys.stderr.write(mpi_type_error(ns.mpi))
+        return 1
     job_id = ns.jobid or int(os.environ.get("SLURM_JOB_ID", "0") or 0)
     owned = not job_id
     for line in check_options(ns, inside=not owned):
@@ -403,6 +489,8 @@ def run_step(client, job_id: int, ns, inside: bool = True) -> int:
         _await_node_failure(client, job_id, reply.job.restart_count, session.lost)
     ntasks = sum(len(n.task_ids) for n in reply.nodes)
     code, sig, messages = _exit_status(session.exits, ntasks)
+    if session.aborted is not None:
+        code, sig = _abort_status(session.aborted, session.exits)
     for err in session.errors:
         sys.stderr.write(f"srun: error: {err}\n")
     for m in messages:

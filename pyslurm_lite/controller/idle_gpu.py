@@ -60,9 +60,11 @@ def assess(samples: list[UsageSample], since: float | None, now: float, threshol
     return since, now - since >= idle_time
 
 
-def flag_text(gpus: int, threshold: float, idle_time: float, since: float, run: int = 0) -> str:
+def flag_text(gpus: int, threshold: float, idle_time: float, since: float, run: int = 0,
+              shared: str = "") -> str:
     stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(since))
-    return (f"{MARK} {gpus} GPU(s) under {threshold:g}% for {idle_time:g} s since {stamp} "
+    held = f" (shared, {shared})" if shared else ""
+    return (f"{MARK} {gpus} GPU(s){held} under {threshold:g}% for {idle_time:g} s since {stamp} "
             f"(run {run})")
 
 
@@ -76,7 +78,19 @@ def flagged_this_run(job: Job) -> bool:
 
 
 def job_gpus(job: Job) -> int:
+    """The GPUs a job uses, whole or shared: a job holding shards (or mps) of a GPU is watched
+    like one holding it whole, by that GPU's utilisation (the device's, which its sharers' work
+    counts in: a GPU another job keeps busy is not idle, and a job on an idle one is)."""
     return sum(len(a.gpus) for a in job.allocations)
+
+
+def shares_text(job: Job) -> str:
+    """'shard:3' for a job holding 3 shards; '' for whole GPUs."""
+    held: dict[str, int] = {}
+    for a in job.allocations:
+        if a.share_name:
+            held[a.share_name] = held.get(a.share_name, 0) + sum(a.shares)
+    return ",".join(f"{name}:{count}" for name, count in sorted(held.items()))
 
 
 class IdleGpuMonitor:
@@ -118,7 +132,7 @@ class IdleGpuMonitor:
         cfg = self.s.cfg
         text = flag_text(job_gpus(job), cfg.idle_gpu_threshold, cfg.idle_gpu_time,
                          self.watch.pop((job.job_id, job.restart_count), now),
-                         job.restart_count)
+                         job.restart_count, shares_text(job))
         job.admin_comment = f"{job.admin_comment}; {text}" if job.admin_comment else text
         action = cfg.idle_gpu_action
         log.warning("job %s: %s (IdleGPUAction=%s)", job.job_id, text, action)

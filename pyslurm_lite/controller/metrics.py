@@ -17,7 +17,9 @@ Everything is exposed by the official prometheus-client library, never written b
   pyslurm_lite_sched_passes_total{kind}, pyslurm_lite_sched_backfilled_jobs_total, ...
   pyslurm_lite_rpc_duration_seconds{method}             histogram per gRPC method
   pyslurm_lite_nodes{state}, pyslurm_lite_node_{cpus,gpus}_{allocated,total}{node},
-  pyslurm_lite_node_gpus_foreign{node}
+  pyslurm_lite_node_gpus_foreign{node}, pyslurm_lite_node_gpus_shared{node},
+  pyslurm_lite_node_{shard,mps}_allocated{node}          gres/shard, gres/mps in use
+  pyslurm_lite_user_gres_shares_allocated{user,account,gres}   a job's shards hold no gres/gpu
   pyslurm_lite_job_gpu_{utilization_percent,memory_used_bytes}{job_id,step,node,...}
                                                          from the agents' usage samples
   pyslurm_lite_jobs_gpu_idle, pyslurm_lite_job_gpu_idle{job_id,...}   IdleGPU flags
@@ -46,6 +48,7 @@ from prometheus_client.registry import Collector
 
 from ..metrics_http import serve
 from ..model import Job, JobState, Node, Reason
+from ..sched.sharing import whole_gpus
 from .idle_gpu import flagged_this_run  # AdminComment says this run was flagged
 
 log = logging.getLogger("pyslurm_lite.controller.metrics")
@@ -141,9 +144,10 @@ class JobRow(NamedTuple):
     user: str
     account: str
     reason: Reason  # squeue's %r, read of pending jobs only
-    gpus: int  # held, when running
+    gpus: int  # held whole, when running (a GPU it has shards of is in `shares`)
     idle: bool  # flagged for idle GPUs, when running
     samples: tuple = ()  # (step, node, gpu_util, gpu_mem) of the current run's GPU steps
+    shares: tuple = ()  # (shard|mps, count) held, when running
 
     @classmethod
     def of(cls, j: Job) -> "JobRow":
@@ -151,10 +155,11 @@ class JobRow(NamedTuple):
             return cls(j.job_id, j.state, j.partition or j.spec.partition, j.spec.user,
                        j.spec.account, j.reason, 0, False)
         return cls(j.job_id, j.state, j.partition or j.spec.partition, j.spec.user,
-                   j.spec.account, j.reason, sum(len(a.gpus) for a in j.allocations),
+                   j.spec.account, j.reason, sum(len(whole_gpus(a)) for a in j.allocations),
                    flagged_this_run(j),
                    tuple((u.step, u.node, u.gpu_util, u.gpu_mem) for u in j.usage
-                         if u.gpus and u.restart_count == j.restart_count))
+                         if u.gpus and u.restart_count == j.restart_count),
+                   tuple((a.share_name, sum(a.shares)) for a in j.allocations if a.share_name))
 
 
 CACHE_SECONDS = 2.0  # a scrape flood costs one build (and one hold of the lock) per period
@@ -235,6 +240,7 @@ def job_families(jobs: list[JobRow], private: bool = False):
     for key, n in sorted(gpus.items()):
         g.add_metric(list(key), n)
     yield g
+    yield _shares_family(running, private)
     idle = [j for j in running if j.idle]
     yield GaugeMetricFamily(f"{PREFIX}_jobs_gpu_idle", "Running jobs flagged for leaving their "
                             "GPUs idle (IdleGPU in AdminComment)", value=len(idle))
@@ -244,6 +250,20 @@ def job_families(jobs: list[JobRow], private: bool = False):
         for j in idle:
             g.add_metric([str(j.job_id), j.user, j.account], 1)
         yield g
+
+
+def _shares_family(running: list[JobRow], private: bool) -> GaugeMetricFamily:
+    shares: Counter = Counter()
+    for j in running:
+        for name, count in j.shares:
+            shares[(*_who(j, private), f"gres/{name}")] += count
+    g = GaugeMetricFamily(f"{PREFIX}_user_gres_shares_allocated", "gres/shard and gres/mps held "
+                          "by running jobs (they hold no gres/gpu), per user and account (all "
+                          "of them under PrivateData=jobs)",
+                          labels=([] if private else ["user", "account"]) + ["gres"])
+    for key, n in sorted(shares.items()):
+        g.add_metric(list(key), n)
+    return g
 
 
 def _who(j: JobRow, private: bool) -> tuple:
@@ -282,17 +302,27 @@ class NodeRow(NamedTuple):
     gpus_allocated: int
     gpus_total: int
     gpus_foreign: int
+    gpus_shared: int = 0
+    shard_allocated: int = 0
+    mps_allocated: int = 0
 
     @classmethod
     def of(cls, n: Node) -> "NodeRow":
-        return cls(n.name, node_state(n), n.alloc_cpus, n.config.cpus, len(n.alloc_gpus),
-                   len(n.gpus) or n.config.gpu_count(), len(n.foreign_gpus))
+        shared = {u.index for u in n.alloc_shares}
+        return cls(n.name, node_state(n), n.alloc_cpus, n.config.cpus,
+                   len(set(n.alloc_gpus) - shared), len(n.gpus) or n.config.gpu_count(),
+                   len(n.foreign_gpus), len(shared),
+                   sum(u.count for u in n.alloc_shares if u.name == "shard"),
+                   sum(u.count for u in n.alloc_shares if u.name == "mps"))
 
 
 NODE_GAUGES = (  # field of NodeRow, help text
     ("cpus_allocated", "CPUs held by jobs"), ("cpus_total", "CPUs the node has"),
-    ("gpus_allocated", "GPUs held by jobs"), ("gpus_total", "GPUs the node has"),
-    ("gpus_foreign", "GPUs busy with processes no job started (kept out of scheduling)"))
+    ("gpus_allocated", "GPUs held whole by jobs"), ("gpus_total", "GPUs the node has"),
+    ("gpus_foreign", "GPUs busy with processes no job started (kept out of scheduling "
+                     "unless ForeignGpuAction=report)"),
+    ("gpus_shared", "GPUs whose gres/shard or gres/mps jobs hold"),
+    ("shard_allocated", "gres/shard held by jobs"), ("mps_allocated", "gres/mps held by jobs"))
 
 
 def node_families(nodes: list[NodeRow]):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 
 from ..errors import InvalidRequest, NotFound
-from ..model import ForeignGpu, GpuDevice, JobState, NodeState, Reason, UsageSample
+from ..model import ForeignGpu, GpuDevice, GpuFault, JobState, NodeState, Reason, UsageSample
 from . import gres_check
 from .job_mgr import Effects, JobManager, Signal
 from .state import ClusterState
@@ -49,6 +49,8 @@ class NodeManager:
         self.jobs = jobs
         # node -> why its GPUs, at its last registration, disagreed with slurm.conf
         self.gpu_problems: dict[str, str] = {}
+        # node -> the GPU faults its last heartbeat reported: only a fault not in it is acted on
+        self.gpu_faults_seen: dict[str, set[tuple[int, str, str]]] = {}
 
     def _node(self, name: str):
         node = self.s.nodes.get(name)
@@ -172,6 +174,30 @@ class NodeManager:
             node.drain, node.reason, node.reason_time = True, f"HealthCheck: {error}"[:200], self.s.clock()
             self.s.store.save_node(name, True, node.state == NodeState.DOWN, node.reason, node.reason_time)
 
+    def gpu_health(self, name: str, faults: list[GpuFault]) -> None:
+        """GPU faults the agent sees (agent/gpu_health.py). A new one, by GpuHealthAction:
+        drain (Slurm's way: running jobs keep running, no new ones start; the reason names the
+        GPU and the fault), gpu (only that GPU leaves scheduling until the node is resumed) or
+        none (logged). A fault still reported after a resume is not new: the resume stands."""
+        with self.s.lock:
+            node = self._node(name)
+            seen = self.gpu_faults_seen.get(name, set())
+            self.gpu_faults_seen[name] = {(f.index, f.kind, f.detail) for f in faults}
+            new = [f for f in faults if (f.index, f.kind, f.detail) not in seen]
+            if not new:
+                return
+            action = self.s.cfg.gpu_health_action
+            reason = "; ".join(f"gpu {f.index}: {f.detail}" for f in new)
+            log.warning("node %s: %s (GpuHealthAction=%s)", name, reason, action)
+            if action == "gpu":
+                marked = {f.index for f in new}
+                node.gpu_faults = [f for f in node.gpu_faults if f.index not in marked] + new
+            elif action == "drain" and not node.drain:  # an operator's own drain reason is kept
+                node.drain, node.reason, node.reason_time = True, reason[:200], self.s.clock()
+                self.s.store.save_node(name, True, node.state == NodeState.DOWN, node.reason,
+                                       node.reason_time)
+        self.s.changed.set()
+
     def heartbeat(self, name: str, instance: str, running: dict[int, int], free_memory: int,
                   load: float) -> tuple[bool, Effects]:
         """Returns True when the agent must register again (controller restarted, or DOWN)."""
@@ -215,15 +241,18 @@ class NodeManager:
 
     def foreign_gpus(self, name: str, found: list[ForeignGpu]) -> None:
         """GPUs the agent saw used by processes no job started: kept out of scheduling until
-        they are free again; logged when that changes."""
+        they are free again (ForeignGpuAction=exclude) or only reported (=report: a lab whose
+        people run things beside the scheduler on purpose); logged when that changes."""
         with self.s.lock:
             node = self._node(name)
             if [(f.index, f.pids) for f in found] == [(f.index, f.pids) for f in node.foreign_gpus]:
                 return
             if found:
-                log.warning("node %s: GPU(s) %s used by processes no job started (pids %s): "
-                            "kept out of scheduling", name, ",".join(str(f.index) for f in found),
-                            ",".join(str(p) for f in found for p in f.pids))
+                kept = ("kept out of scheduling" if self.s.cfg.foreign_gpu_action == "exclude"
+                        else "still scheduled (ForeignGpuAction=report)")
+                log.warning("node %s: GPU(s) %s used by processes no job started (pids %s): %s",
+                            name, ",".join(str(f.index) for f in found),
+                            ",".join(str(p) for f in found for p in f.pids), kept)
             else:
                 log.info("node %s: no GPU used outside jobs any more", name)
             node.foreign_gpus = list(found)
@@ -286,6 +315,7 @@ class NodeManager:
                     effects.signals += self._fail_jobs_on(node.name)
                 else:
                     node.drain, node.reason = False, ""
+                    node.gpu_faults = []  # GpuHealthAction=gpu: the operator says they are fine
                     if node.state == NodeState.DOWN:
                         node.state = NodeState.UNKNOWN if node.name not in self.s.registered else NodeState.IDLE
                     self.s.refresh_node(node.name)

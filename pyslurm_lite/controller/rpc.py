@@ -12,7 +12,7 @@ import grpc
 
 from ..rpc import wire
 from .._proto import controller_pb2 as pb, controller_pb2_grpc, types_pb2
-from ..model import ForeignGpu, GpuDevice, JobSpec, Reservation, UsageSample
+from ..model import ForeignGpu, GpuDevice, GpuFault, JobSpec, Reservation, UsageSample
 from ..errors import PermissionDenied, Unauthenticated
 from ..rpc import authn
 from ..rpc.grpcutil import rpc_method
@@ -285,6 +285,7 @@ class ControllerServicer(controller_pb2_grpc.ControllerServicer):
             self.nodes.health(request.node, request.health_error)
         self.nodes.record_usage(request.node, [wire.from_msg(u, UsageSample) for u in request.usage])
         self.nodes.foreign_gpus(request.node, [wire.from_msg(f, ForeignGpu) for f in request.foreign_gpus])
+        self.nodes.gpu_health(request.node, [wire.from_msg(f, GpuFault) for f in request.gpu_faults])
         again, effects = self.nodes.heartbeat(request.node, request.instance,
                                               {r.job_id: r.restart_count for r in request.running},
                                               request.free_memory, request.cpu_load)

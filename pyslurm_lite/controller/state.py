@@ -10,13 +10,17 @@ from __future__ import annotations
 import math
 import threading
 import uuid
+from dataclasses import replace
 
 from .. import arrays
 from ..config import Config
 from ..errors import InvalidRequest
-from ..model import (AssocTree, GpuDevice, Job, JobState, Node, NodeAllocation, NodeState, Reservation,
+from ..model import (AssocTree, GpuDevice, GpuShareUse, Job, JobState, Node, NodeAllocation,
+                     NodeState, Reservation,
                      parse_constraint)
 from ..sched import JobView, NodeView, PartitionView, RunningView, Snapshot, dependency
+from ..sched import gpu_topology, sharing
+from ..sched import switches
 from ..sched.placement import refine
 from .assoc import Accounts
 from .assoc_policy import LimitsCache
@@ -30,9 +34,11 @@ def _dependency_rec(job: Job) -> "dependency.Rec":
     return dependency.Rec(job.state.value, job.start_time, job.array_job_id, job.array_task_id)
 
 
-def busy_elsewhere(node: Node) -> set[int]:
-    """The node's GPUs its agent saw busy with processes no job started: not for scheduling."""
-    return {f.index for f in node.foreign_gpus}
+def busy_elsewhere(node: Node, foreign_action: str = "exclude") -> set[int]:
+    """The node's GPUs not for scheduling: those its agent saw busy with processes no job
+    started (unless ForeignGpuAction=report) and those out for a fault (GpuHealthAction=gpu)."""
+    foreign = {f.index for f in node.foreign_gpus} if foreign_action == "exclude" else set()
+    return foreign | {f.index for f in node.gpu_faults}
 
 
 class ClusterState:
@@ -52,6 +58,8 @@ class ClusterState:
         self.epochs: dict[str, str] = {}  # node -> its current registration (launches carry it)
         self._registrations = 0
         self.ports: dict[str, set[int]] = {}  # node -> MASTER_PORTs of the jobs holding it
+        # node -> {GPU index: (shard|mps, count in use)}: gres/shard and gres/mps (sched/sharing.py)
+        self.share_use: dict[str, dict[int, tuple[str, int]]] = {}
         self.warned: set[tuple[int, int]] = set()  # (job, restart count) given its --signal
         self.versions: dict[int, int] = {}  # job id -> change counter (RPC caches key on it)
         self._views: dict[int, JobView] = {}
@@ -141,6 +149,8 @@ class ClusterState:
                 node.alloc_cpus += a.cpus
                 node.alloc_mem += a.mem
                 node.alloc_gpus = sorted(set(node.alloc_gpus) | set(a.gpus))
+                sharing.hold(self.share_use.setdefault(a.node, {}), a)
+                node.alloc_shares = _share_list(self.share_use[a.node])
 
     def hold_allocations(self, job: Job) -> None:
         self._hold_allocations(job)
@@ -156,6 +166,10 @@ class ClusterState:
             node.alloc_cpus = max(node.alloc_cpus - a.cpus, 0)
             node.alloc_mem = max(node.alloc_mem - a.mem, 0)
             node.alloc_gpus = [g for g in node.alloc_gpus if g not in a.gpus]
+            use = self.share_use.setdefault(a.node, {})
+            sharing.release(use, a)  # a GPU other jobs still have shares of stays allocated
+            node.alloc_gpus = sorted(set(node.alloc_gpus) | set(use))
+            node.alloc_shares = _share_list(use)
             self.refresh_node(a.node)
         self.completing.discard(job.job_id)
 
@@ -197,14 +211,17 @@ class ClusterState:
                 features=parse_constraint(spec.constraint),
                 time_limit=job.time_limit, array_job_id=job.array_job_id,
                 array_limit=job.array_limit, user=spec.user, account=spec.account,
-                qos=spec.qos or "normal", reservation=spec.reservation)
+                qos=spec.qos or "normal", reservation=spec.reservation,
+                **switches.request(spec, self.cfg.max_switch_wait))  # --switches
+            share_name, shares = sharing.request(spec.gres)
+            view = replace(view, share_name=share_name, shares_per_node=shares)
             view = refine(view, spec, self.cfg.def_mem_per_cpu, self.cfg.def_mem_per_node)
             self._views[job.job_id] = view
         return view
 
     def node_view(self, node: Node) -> NodeView:
         gpus = self.node_gpus(node)
-        foreign = busy_elsewhere(node)
+        foreign = busy_elsewhere(node, self.cfg.foreign_gpu_action)
         allocated = set(node.alloc_gpus) | foreign
         return NodeView(
             name=node.name, cpus=node.config.cpus, mem=node.config.real_memory,
@@ -213,8 +230,17 @@ class ClusterState:
             free_cpus=node.config.cpus - node.alloc_cpus,
             free_mem=node.config.real_memory - node.alloc_mem,
             free_gpus=tuple(g.index for g in gpus if g.index not in allocated),
+            switches=self.cfg.topology.path(node.name) if self.cfg.topology else (),  # topology/tree
             available=self.node_available(node), features=tuple(node.config.features),
-            weight=node.config.weight, idle=node.alloc_cpus == 0 and not node.alloc_gpus)
+            weight=node.config.weight, idle=node.alloc_cpus == 0 and not node.alloc_gpus,
+            shares=self.node_shares(node),
+            gpu_affinity=gpu_topology.affinity(gpus),  # NVLink/PCIe/NUMA: which GPUs go together
+            gpu_cores=gpu_topology.bound_cores(gpus))  # gres.conf Cores= (--gres-flags)
+
+    def node_shares(self, node: Node) -> tuple[tuple[int, str, int, int], ...]:
+        """gres/shard and gres/mps on each of the node's GPUs, and how many are in use."""
+        return sharing.view_entries(node.config.gres, [g.index for g in self.node_gpus(node)],
+                                    self.share_use.get(node.name, {}))
 
     def node_gpus(self, node: Node) -> list[GpuDevice]:
         """The GPUs the agent reported, else those configuration declares."""
@@ -339,9 +365,11 @@ class ClusterState:
         if exclusive and (node.alloc_cpus or node.alloc_gpus):
             return False
         gpus = {g.index for g in self.node_gpus(node)}
+        free = gpus - set(node.alloc_gpus) - busy_elsewhere(node, self.cfg.foreign_gpu_action)
         return (node.config.cpus - node.alloc_cpus >= allocation.cpus
                 and node.config.real_memory - node.alloc_mem >= allocation.mem
-                and set(allocation.gpus) <= gpus - set(node.alloc_gpus) - busy_elsewhere(node))
+                and set(sharing.whole_gpus(allocation)) <= free
+                and sharing.still_fits(self.node_shares(node), allocation, free))
 
     # ---- housekeeping -------------------------------------------------------------------------
     def purge_old(self, now: float) -> None:
@@ -353,3 +381,8 @@ class ClusterState:
             self.active.discard(j)
             self.versions.pop(j, None)
             self._views.pop(j, None)
+
+
+def _share_list(use: dict[int, tuple[str, int]]) -> list[GpuShareUse]:
+    """A node's share use as the Node message carries it (sinfo -O GresUsed reads it)."""
+    return [GpuShareUse(gpu, name, count) for gpu, (name, count) in sorted(use.items())]

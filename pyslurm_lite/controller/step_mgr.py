@@ -32,6 +32,8 @@ from .auth import require
 from .job_mgr import Caller, Effects, Signal
 from .state import ClusterState
 
+MAX_TASKS_PER_NODE = 512  # Slurm's MaxTasksPerNode default
+
 
 # Slurm's texts (slurm_errno.c): ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE,
 # ESLURM_TOO_MANY_REQUESTED_CPUS, ESLURM_NODES_BUSY (srun retries on the last)
@@ -104,6 +106,10 @@ class StepManager:
             if not num_tasks:
                 num_tasks = ntasks_per_node * len(nodes) if ntasks_per_node else \
                     (job.spec.num_tasks if len(nodes) == len(job.allocations) else len(nodes))
+            if num_tasks > MAX_TASKS_PER_NODE * len(nodes) or ntasks_per_node > MAX_TASKS_PER_NODE:
+                # -O lifts the CPU bound: without this a count of 2**31 is laid out under the lock
+                raise InvalidRequest(f"Task count specification invalid: more than "
+                                     f"MaxTasksPerNode={MAX_TASKS_PER_NODE} tasks on a node")
             where = ([nodes.index(n) for n in task_nodes] if task_nodes else
                      distribute(num_tasks, len(nodes), distribution, ntasks_per_node))
             layout = [where.count(i) for i in range(len(nodes))]
@@ -121,7 +127,8 @@ class StepManager:
             self.s.save([job])  # recorded before anything can run
         credential_ = credential.sign_job(lambda n: self.keyring.key_for(f"node:{n}"),
                                           job, step.step_id, step.nodes, self.s.cfg.cred_expire,
-                                          step_gpus={a.node: a.gpus for a in step.allocations})
+                                          step_gpus={a.node: a.gpus for a in step.allocations},
+                                          tasks=_task_ids(step))
         return step, job, credential_
 
     def _step_nodes(self, job: Job, num_nodes: int, num_tasks: int, per_node: int,
@@ -232,3 +239,12 @@ def _pick_gpus(gpus: list[int], busy: set[int], want: int, overlap: bool) -> lis
     if len(free) < want and not overlap:
         raise StaleState(BUSY)
     return sorted((free + [g for g in gpus if g in busy])[:want])
+
+
+def _task_ids(step: Step) -> dict[str, list[int]]:
+    """Each node's global task ids (ascending), as the launch credential signs them: the agent
+    takes a step's layout from there, not from srun."""
+    ids: dict[str, list[int]] = {n: [] for n in step.nodes}
+    for task, index in enumerate(step.task_nodes):
+        ids[step.nodes[index]].append(task)
+    return ids

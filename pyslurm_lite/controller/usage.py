@@ -12,7 +12,8 @@ Worked example (TRESBillingWeights="CPU=1.0,Mem=0.25G,GRES/gpu=10.0"): a job hol
 the node-level TRES (cpu, mem, node, gres/*) give their largest weighted value instead of their
 sum: max(2.0, 1.0, 10.0) = 10.0; other TRES (licenses) would be added to that. Without weights a
 job bills its CPUs (2). Run 90 s, it charges 13.0 x 90 = 1170 billing-seconds of RawUsage,
-180 cpu-seconds and 90 gres/gpu-seconds.
+180 cpu-seconds and 90 gres/gpu-seconds. A job holding 3 shards of a GPU counts gres/shard=3
+and no gres/gpu; it bills GRES/shard='s weight x 3.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from __future__ import annotations
 from typing import Callable, Iterable
 
 from ..model import UNLIMITED, Job
+from ..sched.sharing import whole_gpus
 
 # The TRES that lie on nodes: with MAX_TRES their weighted values are not summed, their largest
 # counts (Slurm's assoc_mgr_tres_weighted).
@@ -30,7 +32,8 @@ MB_PER_GIB = 1024.0  # TRESBillingWeights' memory weights are per GiB (config.py
 def alloc_tres(job: Job, gpu_type_of: Callable[[str, int], str] | None = None,
                weights: dict[str, float] | None = None, flags: Iterable[str] = ()) -> dict[str, float]:
     """The job's allocation as Slurm's AllocTRES counts it: cpu, mem (MB), node, gres/gpu,
-    gres/gpu:TYPE (when the GPUs' type is known) and billing (set at start; computed from
+    gres/gpu:TYPE (when the GPUs' type is known), gres/shard or gres/mps (a job sharing a GPU
+    holds no gres/gpu) and billing (set at start; computed from
     `weights` when the job has none yet). `gpu_type_of(node, index)` names a GPU's type; without
     it the type the job asked for is used."""
     tres: dict[str, float] = {"cpu": 0.0, "mem": 0.0, "node": 0.0}
@@ -39,7 +42,10 @@ def alloc_tres(job: Job, gpu_type_of: Callable[[str, int], str] | None = None,
         tres["cpu"] += a.cpus
         tres["mem"] += a.mem
         tres["node"] += 1
-        for index in a.gpus:
+        if a.share_name:  # shards (or mps) of a GPU: counted as themselves, not as gres/gpu
+            key = f"gres/{a.share_name}"
+            tres[key] = tres.get(key, 0.0) + sum(a.shares)
+        for index in whole_gpus(a):
             tres["gres/gpu"] = tres.get("gres/gpu", 0.0) + 1
             gtype = gpu_type_of(a.node, index) if gpu_type_of else wanted
             if gtype:

@@ -19,6 +19,8 @@ from .. import arrays
 from ..config import Config, expand
 from ..errors import ConfigError, InvalidRequest, NotFound, PermissionDenied, Unsatisfiable
 from ..model import UNLIMITED, JobSpec, NodeConfig, Partition, Qos, constraint_met, parse_constraint
+from ..sched import sharing
+from ..sched.sharing import SHARING
 
 NODE_CONFIG_UNAVAILABLE = "Requested node configuration is not available"
 # slurm_errno.c's texts
@@ -101,7 +103,29 @@ def node_can_hold(node: NodeConfig, spec: JobSpec, index: int, cfg: Config) -> b
     features_ok = constraint_met(parse_constraint(spec.constraint), node.features)
     return (node.cpus >= cpus_on_node(spec, index)  # -O and --mincpus counted
             and node.real_memory >= mem_on_node(spec, index, cfg.def_mem_per_cpu, 0)
-            and gpus_ok and features_ok)
+            and gpus_ok and features_ok and _shares_fit(node, spec))
+
+
+def _shares_fit(node: NodeConfig, spec: JobSpec) -> bool:
+    """--gres=shard:K (or mps:K): some GPU of the node has K, all of them from that one GPU."""
+    name, count = sharing.request(spec.gres)
+    if not name:
+        return True
+    per_gpu = sharing.configured(node.gres, list(range(node.gpu_count()))).items()
+    return any(n == name and have >= count for (_, n), have in per_gpu)
+
+
+def check_sharing(cfg: Config, spec: JobSpec) -> None:
+    """gres/shard and gres/mps requests as slurmctld takes them: a name GresTypes declares, one
+    sharing gres per job and no GPUs beside it (Slurm refuses gpu with shard or mps)."""
+    names = {g.name for g in spec.gres if g.name in SHARING}
+    if not names:
+        return
+    whole = any(g.name == "gpu" for g in spec.gres) or spec.gpus or spec.gpus_per_node \
+        or spec.gpus_per_task
+    if len(names) > 1 or whole or not names <= set(cfg.gres_types) or \
+            any(g.type or g.count < 1 for g in spec.gres if g.name in SHARING):
+        raise InvalidRequest(INVALID_GRES)
 
 
 def check_access(cfg: Config, spec: JobSpec, part: Partition, reservations: dict,
@@ -141,6 +165,7 @@ def validate_spec(cfg: Config, spec: JobSpec, reservations: dict | None = None,
     minutes). `operator`: the authenticated caller is root, SlurmUser or an AdminUser (may set a
     negative nice)."""
     check_limits(cfg, spec, operator)
+    check_sharing(cfg, spec)
     part = resolve_partition(cfg, spec)
     check_access(cfg, spec, part, reservations or {}, operator)
     limit = effective_time_limit(spec, part, cfg.qos.get(spec.qos or "normal"))
@@ -279,7 +304,7 @@ def _check_counts(spec: JobSpec) -> None:
     if not (0 <= spec.gpus <= MAX_COUNT and 0 <= spec.gpus_per_node <= MAX_COUNT):
         raise InvalidRequest(INVALID_GRES)
     for g in spec.gres:
-        if g.name != "gpu" or not 0 <= g.count <= MAX_COUNT:
+        if g.name not in ("gpu", *SHARING) or not 0 <= g.count <= MAX_COUNT:
             raise InvalidRequest(INVALID_GRES)
 
 

@@ -5,9 +5,11 @@ starts a batch script or a step's tasks (Slurm's job credential, cred_expire).
 
 The claims name the job, step (an int, or "batch") and restart count, the identity the processes
 get (uid, gid, supplementary groups, user name), the nodes, each node's allocation (CPUs, memory
-in MiB, GPU indices), when it was issued and until when it holds. Each node gets its own MAC,
-made with that node's key (keys.py), so one node cannot forge a credential for another. An agent
-checks its MAC and the expiry, takes identity and limits from the claims alone, launches a
+in MiB, GPU indices), for a step its task layout (each node's global task ids, as Slurm's
+credential carries the step's layout: srun's own word on it is the user's), when it was issued
+and until when it holds. Each node gets its own MAC, made with that node's key (keys.py), so one
+node cannot forge a credential for another. An agent checks its MAC and the expiry, takes
+identity, limits and a step's layout from the claims alone (check_layout), launches a
 credential at most once (Replays) and never for a job it knows has ended (Revocations).
 """
 
@@ -56,6 +58,7 @@ class Claims:
     issued: float = 0.0
     expiry: float = 0.0
     nonce: str = ""
+    tasks: dict[str, list[int]] | None = None  # a step's: node -> its global task ids
 
     @property
     def key(self) -> tuple:
@@ -85,23 +88,63 @@ def sign(key_for_node, claims: Claims, lifetime: float, now: float | None = None
         "uid": claims.uid, "gid": claims.gid, "groups": claims.groups, "user": claims.user,
         "nodes": claims.nodes, "issued": claims.issued, "expiry": claims.expiry, "nonce": claims.nonce,
         "alloc": {n: [s.cpus, s.mem, s.gpus, s.fence_gpus] for n, s in claims.alloc.items()},
+        **({"tasks": {n: _runs(ids) for n, ids in claims.tasks.items()}}
+           if claims.tasks is not None else {}),
     }, separators=(",", ":")).encode())
     macs = ",".join(f"{n}={_mac(key_for_node(n), body, n)}" for n in claims.nodes)
     return f"c1.{body}.{macs}"
 
 
 def sign_job(key_for_node, job, step, nodes: list[str], lifetime: float,
-             step_gpus: dict[str, list[int]] | None = None) -> str:
+             step_gpus: dict[str, list[int]] | None = None,
+             tasks: dict[str, list[int]] | None = None) -> str:
     """The credential for launching `step` (a step id, or BATCH) of job on nodes: the job's
     identity, and its allocation on each of those nodes (what the job's cgroup is made from);
-    step_gpus: the GPUs a step's tasks get on each node, out of the job's."""
+    step_gpus: the GPUs a step's tasks get on each node, out of the job's; tasks: a step's
+    global task ids on each node."""
     step_gpus = step_gpus or {}
     claims = Claims(
         job_id=job.job_id, step=step, restart_count=job.restart_count, uid=job.spec.uid,
         gid=job.spec.gid, groups=list(job.spec.groups), user=job.spec.user, nodes=list(nodes),
         alloc={a.node: NodeShare(a.cpus, a.mem, list(step_gpus.get(a.node, a.gpus)), list(a.gpus))
-               for a in job.allocations if a.node in nodes})
+               for a in job.allocations if a.node in nodes},
+        tasks=None if tasks is None else {n: list(tasks.get(n, [])) for n in nodes})
     return sign(key_for_node, claims, lifetime)
+
+
+def _runs(ids: list[int]) -> list[list[int]]:
+    """Task ids as runs [first, count, stride], so the credential stays small whatever the
+    distribution: block [0,1,2,3] -> [[0,4,1]]; cyclic over 3 nodes [1,4,7] -> [[1,3,3]]."""
+    runs: list[list[int]] = []
+    for t in ids:
+        last = runs[-1] if runs else None
+        if last and last[1] == 1 and t != last[0]:
+            last[1], last[2] = 2, t - last[0]
+        elif last and last[1] > 1 and t == last[0] + last[1] * last[2]:
+            last[1] += 1
+        else:
+            runs.append([t, 1, 0])
+    return runs
+
+
+def _ids(runs: list) -> list[int]:
+    return [int(first) + i * int(stride) for first, count, stride in runs
+            for i in range(int(count))]
+
+
+def check_layout(claims: Claims, node: str, step_nodes: list[str], tasks_per_node: list[int],
+                 task_ids: list[int]) -> None:
+    """A step launch's layout (its nodes, each one's task count, this node's task ids: what
+    PMI_SIZE, PMI_RANK, SLURM_NTASKS and the PMI server's size come from) must be the one the
+    controller signed; CredentialError otherwise."""
+    if claims.tasks is None:
+        raise CredentialError(f"the launch credential of step {claims.job_id}.{claims.step} "
+                              f"does not sign its task layout")
+    signed_counts = [len(claims.tasks.get(n, ())) for n in claims.nodes]
+    if list(step_nodes) != claims.nodes or list(tasks_per_node) != signed_counts or \
+            list(task_ids) != claims.tasks.get(node):
+        raise CredentialError(f"the task layout of step {claims.job_id}.{claims.step} is not "
+                              f"the one its launch credential signs")
 
 
 def _share(a: list) -> NodeShare:
@@ -126,7 +169,8 @@ def verify(credential: str, key: bytes, node: str, now: float | None = None) -> 
             gid=int(c["gid"]), groups=[int(g) for g in c["groups"]], user=str(c["user"]),
             nodes=[str(n) for n in c["nodes"]], issued=float(c["issued"]), expiry=float(c["expiry"]),
             nonce=str(c["nonce"]),
-            alloc={n: _share(a) for n, a in c["alloc"].items()})
+            alloc={n: _share(a) for n, a in c["alloc"].items()},
+            tasks={str(n): _ids(r) for n, r in c["tasks"].items()} if "tasks" in c else None)
     except (ValueError, KeyError, TypeError, IndexError):
         raise CredentialError("malformed launch credential claims") from None
     now = time.time() if now is None else now

@@ -47,6 +47,9 @@ class SchedConfig:
     preempt_type: str = "preempt/none"  # preempt/partition_prio | preempt/qos
     preempt_mode: str = "OFF"  # the cluster's PreemptMode: REQUEUE | CANCEL
     preempt_exempt_time: int = 0  # seconds a job runs before it may be preempted
+    # nodes best fit (select.fit_key); False: first fit, only for the simulator's comparison
+    # (bench/bench_gpu_placement.py): the daemon always uses best fit
+    best_fit: bool = True
 
 
 def schedule(snapshot: Snapshot, now: float, config: SchedConfig = SchedConfig()) -> Plan:
@@ -75,7 +78,7 @@ class _Pass:
         order = [n.name for n in sorted(snapshot.nodes, key=lambda n: (n.weight, n.name))]
         self.by_partition = {name: [n for n in order if n in set(p.nodes)]
                              for name, p in snapshot.partitions.items()}
-        self.timeline = Timeline(self.free, snapshot.running, now)
+        self.timeline = Timeline(self.free, snapshot.running, now, config.best_fit)
         self.backfill = Backfill(self.timeline, config.max_job_test)
         self.blocked: set[str] = set()
         self.frozen: set[str] = set()  # blocked without a reservation

@@ -27,8 +27,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..model import UNLIMITED, Reason, TresLimits
+from .sharing import whole_gpus
 
-TRES_NAMES = ("cpu", "mem", "node", "billing", "gres/gpu")
+TRES_NAMES = ("cpu", "mem", "node", "billing", "gres/gpu", "gres/mps", "gres/shard")
 
 _ASSOC_GRP = {"cpu": Reason.ASSOC_GRP_CPU, "mem": Reason.ASSOC_GRP_MEM, "node": Reason.ASSOC_GRP_NODE,
               "gres/gpu": Reason.ASSOC_GRP_GRES, "billing": Reason.ASSOC_GRP_BILLING}
@@ -46,6 +47,10 @@ _QOS_PER_USER = {"cpu": Reason.QOS_MAX_CPU_PER_USER, "mem": Reason.QOS_MAX_MEM_P
 _QOS_PER_JOB = {"cpu": Reason.QOS_MAX_CPU_PER_JOB, "mem": Reason.QOS_MAX_MEM_PER_JOB,
                 "node": Reason.QOS_MAX_NODE_PER_JOB, "gres/gpu": Reason.QOS_MAX_GRES_PER_JOB,
                 "billing": Reason.QOS_MAX_BILLING_PER_JOB}
+# gres/shard and gres/mps are gres as gres/gpu is: their limits give the GRES reasons
+for _reasons in (_ASSOC_GRP, _ASSOC_GRP_MINS, _ASSOC_PER_JOB, _QOS_GRP, _QOS_PER_USER,
+                 _QOS_PER_JOB):
+    _reasons.update({name: _reasons["gres/gpu"] for name in ("gres/mps", "gres/shard")})
 
 
 @dataclass(frozen=True)
@@ -70,14 +75,22 @@ class AssocLimits:
 
 def job_tres(job) -> dict[str, int]:
     """What a pending job (a JobView) would hold, in TRES terms (mem in MiB)."""
-    return {"cpu": sum(job.cpus_per_node), "mem": sum(job.mem_per_node), "node": job.num_nodes,
+    tres = {"cpu": sum(job.cpus_per_node), "mem": sum(job.mem_per_node), "node": job.num_nodes,
             "gres/gpu": job.gpus_per_node * job.num_nodes}
+    if job.share_name:  # shards (or mps) of one GPU per node: no gres/gpu of its own
+        tres[f"gres/{job.share_name}"] = job.shares_per_node * job.num_nodes
+    return tres
 
 
 def alloc_tres(allocations) -> dict[str, int]:
-    """What a running job holds, from its allocations."""
-    return {"cpu": sum(a.cpus for a in allocations), "mem": sum(a.mem for a in allocations),
-            "node": len(allocations), "gres/gpu": sum(len(a.gpus) for a in allocations)}
+    """What a running job holds, from its allocations (a GPU it has shards of is no gres/gpu)."""
+    tres = {"cpu": sum(a.cpus for a in allocations), "mem": sum(a.mem for a in allocations),
+            "node": len(allocations), "gres/gpu": sum(len(whole_gpus(a)) for a in allocations)}
+    for a in allocations:
+        if a.share_name:
+            key = f"gres/{a.share_name}"
+            tres[key] = tres.get(key, 0) + sum(a.shares)
+    return tres
 
 
 def _over(limits: dict, held: dict | None, want: dict, reasons: dict) -> Reason | None:
@@ -107,7 +120,8 @@ class Tally:
         self.assoc_user: dict[tuple[str, str], dict] = {}  # (account, user) -> TRES
         self.assoc_grp: dict[tuple[str, str], dict] = {}  # association key -> TRES in its subtree
         # the fast path: per (account, user, qos), the least room left under any of its TRES
-        # limits, (cpu, mem, node, gres/gpu, jobs, wall); forgotten at every start (add)
+        # limits, (cpu, mem, node, gres/gpu, gres/mps, gres/shard, jobs, wall); forgotten at
+        # every start (add)
         self._room: dict[tuple, tuple | None] = {}
         for r in running:
             self.add(r.user, r.qos, getattr(r, "account", ""), r.allocations)
@@ -116,7 +130,8 @@ class Tally:
         key = (user, qos_name)
         self._room.clear()
         self.user_jobs[key] = self.user_jobs.get(key, 0) + 1
-        self.user_gpus[key] = self.user_gpus.get(key, 0) + sum(len(a.gpus) for a in allocations)
+        held = sum(len(whole_gpus(a)) for a in allocations)  # shards of a GPU are not the GPU
+        self.user_gpus[key] = self.user_gpus.get(key, 0) + held
         qos = self.qos.get(qos_name)
         tres = None
         if qos is not None and (qos.max_tres_per_user or qos.grp_tres):
@@ -166,16 +181,18 @@ class Tally:
             return None  # no TRES limit anywhere above this job
         if room is _NO_ASSOC:
             return Reason.INVALID_ACCOUNT
-        cpu, mem, node, gpu, jobs, wall = room
+        cpu, mem, node, gpu, mps, shard, jobs, wall = room
         n = job.num_nodes
+        shares_room = shard if job.share_name == "shard" else mps if job.share_name else _INF
         if jobs >= 1 and n <= node and (wall == UNLIMITED or 0 < job.time_limit <= wall) \
                 and job.gpus_per_node * n <= gpu and sum(job.cpus_per_node) <= cpu \
-                and sum(job.mem_per_node) <= mem:
+                and sum(job.mem_per_node) <= mem and job.shares_per_node * n <= shares_room:
             return None
         return self._qos_tres_reason(job) or self._assoc_reason(job)
 
     def _room_for(self, job) -> tuple | None:
-        """(cpu, mem, node, gres/gpu, jobs, max wall) left under every limit of the job's QOS
+        """(cpu, mem, node, gres/gpu, gres/mps, gres/shard, jobs, max wall) left under every
+        limit of the job's QOS
         and association tree; None when there is none; _NO_ASSOC when associations are
         enforced and the job's is gone (checked here, once per (account, user, QOS) and start of
         the pass, not of every pending job: every start passes through tres_reason)."""
@@ -186,7 +203,7 @@ class Tally:
             return _NO_ASSOC
         if not qos_limited and akey not in self.assoc.max and akey not in self.assoc.grp:
             return None
-        room = [_INF] * 4
+        room = [_INF] * len(_INDEX)
         if qos_limited:
             _lower(room, qos.max_tres_per_job, None)
             _lower(room, qos.max_tres_per_user, self.user_tres.get((job.user, qos.name)))
@@ -246,7 +263,8 @@ class Tally:
 
 _INF = float("inf")
 _NO_ASSOC = ("no association",)  # _room_for: the job's association is gone (InvalidAccount)
-_INDEX = {"cpu": 0, "mem": 1, "node": 2, "gres/gpu": 3}  # billing: not in a job's TRES yet
+# billing: not in a job's TRES yet
+_INDEX = {"cpu": 0, "mem": 1, "node": 2, "gres/gpu": 3, "gres/mps": 4, "gres/shard": 5}
 
 
 def _lower(room: list, limits: dict, held: dict | None) -> None:
@@ -296,7 +314,7 @@ def _tres_count(name: str, value: str) -> int:
 
 def format_tres(tres: dict[str, int]) -> str:
     """As sacctmgr prints TRES: name=count, comma separated, in Slurm's TRES order."""
-    order = {n: i for i, n in enumerate(("cpu", "mem", "node", "billing", "gres/gpu"))}
+    order = {n: i for i, n in enumerate(TRES_NAMES)}
     return ",".join(f"{k}={_fmt_count(k, v)}" for k, v in sorted(tres.items(), key=lambda kv: order.get(kv[0], 99)))
 
 

@@ -35,6 +35,8 @@ def refine(view: JobView, spec: JobSpec, def_mem_per_cpu: int = 0, def_mem_per_n
         changes["whole_mem"] = True
     if spec.exclusive_user:
         changes["exclusive_user"] = True
+    if getattr(spec, "gres_flags", "") == "enforce-binding":
+        changes["enforce_binding"] = True
     kinds = gpu_kinds(spec)
     if len(kinds) > 1:
         changes["gpu_types"] = kinds

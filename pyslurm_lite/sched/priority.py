@@ -54,6 +54,9 @@ def combine(f: dict[str, float], weights: Weights, nice: int = 0, tres: dict[str
     return max(int(round(value)), 1)
 
 
+SHARED_GRES = ("shard", "mps")  # sched/sharing.py's GPU shares
+
+
 def job_tres(spec, def_mem_per_cpu: int = 0) -> dict[str, float]:
     """What a pending job asks for in TRES: cpu, mem (MB), node, gres/gpu, gres/gpu:TYPE."""
     nodes = max(spec.num_nodes, 1)
@@ -64,6 +67,9 @@ def job_tres(spec, def_mem_per_cpu: int = 0) -> dict[str, float]:
         out["gres/gpu"] = float(gpus)
         if spec.gpu_type_wanted():
             out[f"gres/gpu:{spec.gpu_type_wanted()}"] = float(gpus)
+    for g in spec.gres:  # GPU shares (gres/shard, gres/mps) are TRES of their own
+        if g.name in SHARED_GRES and g.count:
+            out[f"gres/{g.name}"] = out.get(f"gres/{g.name}", 0.0) + float(g.count * nodes)
     return out
 
 
@@ -82,6 +88,8 @@ def partition_tres(part, cfg) -> dict[str, float]:
                 out["gres/gpu"] = out.get("gres/gpu", 0.0) + g.count
                 if g.type:
                     out[f"gres/gpu:{g.type}"] = out.get(f"gres/gpu:{g.type}", 0.0) + g.count
+            elif g.name in SHARED_GRES:
+                out[f"gres/{g.name}"] = out.get(f"gres/{g.name}", 0.0) + g.count
     return out
 
 

@@ -17,7 +17,8 @@ import math
 from bisect import bisect_right
 
 from ..model import NodeAllocation
-from .select import FreeNode, holds_required, pick_gpus, share
+from . import sharing, switches
+from .select import FreeNode, best_fit_order, fit_key, holds_required, pick_gpus, share
 from .snapshot import JobView, NodeView, RunningView
 
 OVERDUE = 1.0  # seconds: when a job past its time limit is expected to have let go
@@ -26,7 +27,7 @@ OVERDUE = 1.0  # seconds: when a job past its time limit is expected to have let
 class _NodeProfile:
     """Free CPUs, memory and GPU indices on one node from each breakpoint to the next."""
 
-    __slots__ = ("view", "times", "cpus", "mem", "gpus")
+    __slots__ = ("view", "times", "cpus", "mem", "gpus", "shares", "share_total")
 
     def __init__(self, free: FreeNode, now: float):
         self.view: NodeView = free.view
@@ -34,6 +35,9 @@ class _NodeProfile:
         self.cpus = [free.free_cpus]
         self.mem = [free.free_mem]
         self.gpus = [frozenset(free.free_gpus)]
+        # gres/shard, gres/mps in use per interval, and per GPU configured (sched/sharing.py)
+        self.shares = [dict(free.shares.use)]
+        self.share_total = free.shares.total
 
     def _split(self, t: float) -> int:
         """Index of the interval starting at t, inserting a breakpoint there if needed."""
@@ -45,6 +49,7 @@ class _NodeProfile:
         self.cpus.insert(i, self.cpus[i - 1])
         self.mem.insert(i, self.mem[i - 1])
         self.gpus.insert(i, self.gpus[i - 1])
+        self.shares.insert(i, dict(self.shares[i - 1]))
         return i
 
     def add(self, t0: float, t1: float, cpus: int, mem: int, gpus, give: bool) -> None:
@@ -58,19 +63,34 @@ class _NodeProfile:
             self.mem[i] += sign * mem
             self.gpus[i] = self.gpus[i] | g if give else self.gpus[i] - g
 
+    def add_shares(self, t0: float, t1: float, a: NodeAllocation, give: bool) -> None:
+        """add() for the gres/shard or gres/mps an allocation holds (none: nothing to do)."""
+        if not a.share_name:
+            return
+        i0 = self._split(t0)
+        i1 = self._split(t1) if t1 < math.inf else len(self.times)
+        for i in range(i0, i1):
+            sharing.apply(self.shares[i], a, give)
+
     def window(self, t0: float, t1: float, job: JobView, index: int):
         """GPU indices free throughout [t0, t1) if the job's share fits there all along, else None."""
         need_c, need_m, _ = self._needs(job, index)
         gpus = None
         i = bisect_right(self.times, t0) - 1
         times = self.times
+        first = i
         while i < len(times) and times[i] < t1:
             if self.cpus[i] < need_c or self.mem[i] < need_m:
                 return None
-            gpus = self.gpus[i] if gpus is None else gpus & self.gpus[i]
+            free = self.gpus[i] - sharing.busy(self.shares[i])  # a shared GPU is not free whole
+            gpus = free if gpus is None else gpus & free
             i += 1
         if gpus is None:
             return None
+        if job.share_name:  # its shares on one GPU, free all along (sched/sharing.py)
+            gpu = sharing.window_gpu(job.share_name, job.shares_per_node, self.share_total,
+                                     ((self.gpus[k], self.shares[k]) for k in range(first, i)))
+            return None if gpu is None else [gpu]
         return pick_gpus(job, gpus, self.view)
 
     def first_fit(self, job: JobView, index: int, t_from: float, duration: float, usable, also):
@@ -94,7 +114,7 @@ class _NodeProfile:
                 k += 1
             else:
                 if (usable is None or usable(t, t1)) and (
-                        not (job.gpus_per_node or job.exclusive) or
+                        not (job.gpus_per_node or job.exclusive or job.share_name) or
                         self.window(t, t1, job, index) is not None):
                     return t
                 # fits, but unusable then or not the same GPUs throughout: the next candidate
@@ -109,6 +129,11 @@ class _NodeProfile:
                 return None
             t = times[i]
 
+    def fit_key(self, t: float) -> tuple[int, int, int]:
+        """select.fit_key of this node with what is free at t."""
+        i = bisect_right(self.times, t) - 1
+        return fit_key(self.view, len(self.gpus[i]), self.cpus[i])
+
     def _needs(self, job: JobView, index: int) -> tuple[int, int, int]:
         """CPUs, memory and GPU count the job's share on this node needs."""
         cpus, mem = share(job, self.view, index)
@@ -118,8 +143,10 @@ class _NodeProfile:
 class Timeline:
     """Every node's profile, the running jobs' releases applied; blocks added as jobs are placed."""
 
-    def __init__(self, free: dict[str, FreeNode], running: tuple[RunningView, ...], now: float):
+    def __init__(self, free: dict[str, FreeNode], running: tuple[RunningView, ...], now: float,
+                 best_fit: bool = True):
         self.now = now
+        self.best_fit = best_fit  # False: first fit in `order` (the simulator's comparison)
         self.nodes = {name: _NodeProfile(f, now) for name, f in free.items()}
         for run in running:
             if math.isinf(run.end):
@@ -129,23 +156,55 @@ class Timeline:
                 profile = self.nodes.get(a.node)
                 if profile is not None:
                     profile.add(t, math.inf, a.cpus, a.mem, a.gpus, give=True)
+                    profile.add_shares(t, math.inf, a, give=True)
 
     def place(self, job: JobView, order: list[str], t0: float, usable) -> list[NodeAllocation] | None:
-        """Allocations for job starting at t0 on the first nodes (in `order`) that hold it for its
-        whole time limit, or None. `usable(name, t0, t1)` vets nodes (advance reservations)."""
+        """Allocations for job starting at t0 on the best-fit nodes (select.best_fit_order, free
+        resources at t0) that hold it for its whole time limit, or None. `usable(name, t0, t1)`
+        vets nodes (advance reservations)."""
         t1 = t0 + job.time_limit * 60 if job.time_limit > 0 else math.inf
+        if job.num_nodes == 1 and not job.required and self.best_fit:
+            return self._place_one(job, order, t0, t1, usable)
         chosen = []
-        for name in order:
-            if len(chosen) == job.num_nodes:
+        tree = switches.uses_topology(p.view for p in self.nodes.values())  # topology/tree
+        ranked = best_fit_order(job, order, lambda n: self.nodes[n].fit_key(t0)) if self.best_fit else order
+        for name in ranked:
+            if len(chosen) == job.num_nodes and not tree:
                 break
             profile = self.nodes[name]
             if not usable(name, t0, t1):
                 continue
-            gpus = profile.window(t0, t1, job, len(chosen))
+            # under topology/tree the node's final index is known only after choose(): the
+            # first index's share, the largest (extra tasks go to the first nodes), is vetted
+            gpus = profile.window(t0, t1, job, 0 if tree else len(chosen))
             if gpus is not None:
                 chosen.append((profile, gpus))
+        if tree:  # every node that fits, narrowed to the fewest switches (switches.py)
+            chosen = switches.choose(job, chosen, t0, view_of=lambda c: c[0].view) or []
         if len(chosen) < job.num_nodes or not holds_required(job, [p.view.name for p, _ in chosen]):
             return None
+        return self._allocations(job, chosen)
+
+    def _place_one(self, job: JobView, order: list[str], t0: float, t1: float, usable):
+        """place() for the common one-node job, in one pass: a node is vetted only when its key
+        beats the best fit found so far, so most of a large partition costs a comparison."""
+        best = best_key = None
+        for name in order:
+            profile = self.nodes[name]
+            key = profile.fit_key(t0)
+            if best_key is not None and key >= best_key:
+                if key[0] > best_key[0]:
+                    break  # `order` is by weight: the nodes left are all heavier
+                continue
+            if not usable(name, t0, t1):
+                continue
+            gpus = profile.window(t0, t1, job, 0)
+            if gpus is not None:
+                best, best_key = (profile, gpus), key
+        return None if best is None else self._allocations(job, [best])
+
+    @staticmethod
+    def _allocations(job: JobView, chosen) -> list[NodeAllocation]:
         allocations = []
         for index, (profile, gpus) in enumerate(chosen):
             v = profile.view
@@ -154,6 +213,7 @@ class Timeline:
             else:
                 cpus, mem = share(job, v, index)
                 allocations.append(NodeAllocation(v.name, cpus, mem, list(gpus)))
+            sharing.mark(allocations[-1], job.share_name, job.shares_per_node)
         return allocations
 
     def earliest(self, job: JobView, order: list[str], usable, also=()):
@@ -193,3 +253,4 @@ class Timeline:
     def block(self, allocations, t0: float, t1: float) -> None:
         for a in allocations:
             self.nodes[a.node].add(t0, t1, a.cpus, a.mem, a.gpus, give=False)
+            self.nodes[a.node].add_shares(t0, t1, a, give=False)

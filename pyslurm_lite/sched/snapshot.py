@@ -41,6 +41,14 @@ class JobView:
     exclusive_user: bool = False  # --exclusive=user: no other user's job on its nodes
     gpu_types: tuple[tuple[str, int], ...] = ()  # mixed typed GPUs per node (a100:1,t4:1)
     wider: tuple["JobView", ...] = ()  # -N min-max: the same job on more nodes, widest first
+    # --gres-flags=enforce-binding: its CPUs only on cores gres.conf binds to its GPUs (Cores=)
+    enforce_binding: bool = False
+    # --switches=N@wait (sched/switches.py): at most N leaf switches, waited for up to
+    # switch_wait seconds from when the job became eligible; 0: any count
+    req_switch: int = 0
+    switch_wait: float = 0.0
+    share_name: str = ""  # --gres=shard:K or mps:K (sched/sharing.py): "shard" or "mps"
+    shares_per_node: int = 0  # K: on one GPU of each node
 
     @property
     def gpus(self) -> int:
@@ -60,6 +68,14 @@ class NodeView:
     features: tuple[str, ...] = ()
     weight: int = 1
     idle: bool = True  # nothing allocated at all
+    # GPU wiring (gpu_topology.py): (index, index, weight) for GPU pairs sharing NVLink, a PCIe
+    # switch or a NUMA node; () when unknown (then GPUs go lowest index first)
+    gpu_affinity: tuple[tuple[int, int, int], ...] = ()
+    # gres.conf Cores= per GPU: (index, cores) for the GPUs that have it (--gres-flags=enforce-binding)
+    gpu_cores: tuple[tuple[int, frozenset], ...] = ()
+    switches: tuple[str, ...] = ()  # topology/tree: its switches, leaf first, root last
+    # gres/shard and gres/mps per GPU (sched/sharing.py): (GPU index, name, configured, in use)
+    shares: tuple[tuple[int, str, int, int], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -26,48 +26,53 @@ def _ip(*args: str, ns: str | None = None, check: bool = True) -> subprocess.Com
     return subprocess.run(cmd, capture_output=True, text=True, check=check)
 
 
-def available() -> str:
+def available(prefix: str = "pslt") -> str:
     """'' when namespaces can be made here, else why not."""
     if os.geteuid() != 0:
         return "needs root to create network namespaces"
     if shutil.which("ip") is None or shutil.which("nsenter") is None:
         return "needs iproute2's ip and util-linux's nsenter"
-    probe = subprocess.run(["ip", "netns", "add", "pslt-probe"], capture_output=True, text=True)
+    probe = subprocess.run(["ip", "netns", "add", f"{prefix}-probe"], capture_output=True, text=True)
     if probe.returncode != 0:
         return f"cannot create network namespaces: {probe.stderr.strip()}"
-    subprocess.run(["ip", "netns", "del", "pslt-probe"], capture_output=True)
+    subprocess.run(["ip", "netns", "del", f"{prefix}-probe"], capture_output=True)
     return ""
 
 
-def teardown_network(hosts: int) -> None:
+def teardown_network(hosts: int, prefix: str = "pslt") -> None:
     for i in range(1, hosts + 1):
-        subprocess.run(["ip", "netns", "del", f"pslt-h{i}"], capture_output=True)
-        subprocess.run(["ip", "link", "del", f"pslt-v{i}"], capture_output=True)
-    subprocess.run(["ip", "link", "del", BRIDGE], capture_output=True)
+        subprocess.run(["ip", "netns", "del", f"{prefix}-h{i}"], capture_output=True)
+        subprocess.run(["ip", "link", "del", f"{prefix}-v{i}"], capture_output=True)
+    subprocess.run(["ip", "link", "del", f"{prefix}-br"], capture_output=True)
 
 
-def setup_network(hosts: int) -> list[str]:
-    teardown_network(hosts)
-    _ip("link", "add", BRIDGE, "type", "bridge")
-    _ip("addr", "add", f"{SUBNET}.1/24", "dev", BRIDGE)
-    _ip("link", "set", BRIDGE, "up")
+def setup_network(hosts: int, prefix: str = "pslt", subnet: str = SUBNET) -> list[str]:
+    """`prefix` names the namespaces, veths and bridge: modules that run at the same time (other
+    engineers', CI shards) each take their own prefix and subnet."""
+    bridge = f"{prefix}-br"
+    teardown_network(hosts, prefix)
+    _ip("link", "add", bridge, "type", "bridge")
+    _ip("addr", "add", f"{subnet}.1/24", "dev", bridge)
+    _ip("link", "set", bridge, "up")
     addrs = []
     for i in range(1, hosts + 1):
-        ns, addr = f"pslt-h{i}", f"{SUBNET}.{10 + i}"
+        ns, addr = f"{prefix}-h{i}", f"{subnet}.{10 + i}"
         subprocess.run(["ip", "netns", "add", ns], check=True, capture_output=True)
-        _ip("link", "add", f"pslt-v{i}", "type", "veth", "peer", "name", "eth0", "netns", ns)
-        _ip("link", "set", f"pslt-v{i}", "master", BRIDGE, "up")
+        _ip("link", "add", f"{prefix}-v{i}", "type", "veth", "peer", "name", "eth0", "netns", ns)
+        _ip("link", "set", f"{prefix}-v{i}", "master", bridge, "up")
         _ip("addr", "add", f"{addr}/24", "dev", "eth0", ns=ns)
         _ip("link", "set", "eth0", "up", ns=ns)
         _ip("link", "set", "lo", "up", ns=ns)
-        _ip("route", "add", "default", "via", f"{SUBNET}.1", ns=ns)
+        _ip("route", "add", "default", "via", f"{subnet}.1", ns=ns)
         addrs.append(addr)
     return addrs
 
 
-def write_config(directory: Path, addrs: list[str], cpus: int, mem: int, gpus: int, port: int) -> Path:
+def write_config(directory: Path, addrs: list[str], cpus: int, mem: int, gpus: int, port: int,
+                 subnet: str = SUBNET, cluster: str = "nets") -> Path:
+    # the cluster name is part of each agent's cgroup scope: clusters up at once need their own
     conf = directory / "slurm.conf"
-    lines = ["ClusterName=nets", f"SlurmctldHost=ctl({SUBNET}.1)", f"SlurmctldPort={port}",
+    lines = [f"ClusterName={cluster}", f"SlurmctldHost=ctl({subnet}.1)", f"SlurmctldPort={port}",
              f"StateSaveLocation={directory / 'state'}", "HeartbeatInterval=1", "SlurmdTimeout=10",
              "KillWait=3", f"DefMemPerCPU={mem // cpus}",
              f"AuthInfo=socket={directory / 'run' / 'sack.socket'}"]
@@ -79,24 +84,49 @@ def write_config(directory: Path, addrs: list[str], cpus: int, mem: int, gpus: i
     return conf
 
 
+def write_hosts(directory: Path, addrs: list[str], subnet: str = SUBNET) -> Path:
+    """The /etc/hosts of hosts with names of their own: every node by its address."""
+    path = directory / "hosts"
+    lines = ["127.0.0.1 localhost", f"{subnet}.1 ctl"]
+    lines += [f"{addr} node{i}" for i, addr in enumerate(addrs, 1)]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
 class NetnsCluster:
-    def __init__(self, directory: Path, hosts: int = 2, cpus: int = 2, mem: int = 4000, gpus: int = 1):
-        self.dir, self.hosts = directory, hosts
-        self.addrs = setup_network(hosts)
-        self.conf = write_config(directory, self.addrs, cpus, mem, gpus, port=16900)
+    """own_hosts: each agent (and so its jobs) also gets a hostname of its own (its node name, in
+    a UTS namespace) and an /etc/hosts naming every node by its address (bind-mounted in a mount
+    namespace). Otherwise all hosts share this machine's hostname and /etc/hosts, which MPI
+    cannot live with: it names its session files and shared-memory segments after the hostname
+    (two "hosts" then write the same files) and tells remote daemons to call back to it."""
+
+    def __init__(self, directory: Path, hosts: int = 2, cpus: int = 2, mem: int = 4000, gpus: int = 1,
+                 prefix: str = "pslt", subnet: str = SUBNET, port: int = 16900, cluster: str = "nets",
+                 own_hosts: bool = False):
+        self.dir, self.hosts, self.prefix = directory, hosts, prefix
+        self.own_hosts = own_hosts
+        self.addrs = setup_network(hosts, prefix, subnet)
+        self.conf = write_config(directory, self.addrs, cpus, mem, gpus, port=port, subnet=subnet,
+                                 cluster=cluster)
         self.env = dict(os.environ, PYSLURM_LITE_CONF=str(self.conf),
                         PATH=BIN + os.pathsep + os.environ.get("PATH", ""))
         self.procs: dict[str, subprocess.Popen] = {}
+        self.hosts_file = write_hosts(directory, self.addrs, subnet) if own_hosts else None
 
     def start_controller(self) -> None:
         self._spawn("controller", ["controller", "--conf", str(self.conf)])
 
     def start_agent(self, i: int) -> None:
         self._spawn(f"agent-node{i}", ["agent", "--node", f"node{i}", "--conf", str(self.conf)],
-                    ns=f"pslt-h{i}")
+                    ns=f"{self.prefix}-h{i}", host=f"node{i}" if self.own_hosts else None)
 
-    def _spawn(self, name: str, args: list[str], ns: str | None = None) -> None:
+    def _spawn(self, name: str, args: list[str], ns: str | None = None, host: str | None = None) -> None:
         cmd = [sys.executable, "-m", "pyslurm_lite.cli.admin", *args]
+        if host:
+            # private propagation: the bind mount stays in this host's namespace
+            cmd = ["unshare", "--uts", "--mount", "--propagation", "private", "sh", "-c",
+                   'hostname "$0" && mount --bind "$1" /etc/hosts && shift && exec "$@"',
+                   host, str(self.hosts_file), *cmd]
         if ns:
             # nsenter, not `ip netns exec`: that one also remounts /sys, which would hide the
             # cgroup hierarchies from the agent
@@ -143,4 +173,4 @@ class NetnsCluster:
                 tracker.kill_all(key, 0)
                 tracker.remove(key)
             tracker.close()
-        teardown_network(self.hosts)
+        teardown_network(self.hosts, self.prefix)

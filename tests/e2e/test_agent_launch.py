@@ -66,7 +66,9 @@ class Agent:
                         restart_count=job.restart_count if restart_count is None else restart_count,
                         uid=spec.uid if uid is None else uid, gid=spec.gid, groups=list(spec.groups),
                         user=spec.user, nodes=list(nodes),
-                        alloc={n: NodeShare(a.cpus, a.mem if mem is None else mem, []) for n in nodes})
+                        alloc={n: NodeShare(a.cpus, a.mem if mem is None else mem, []) for n in nodes},
+                        # a step's credential signs its task layout: one task per node here
+                        tasks=None if step == credential.BATCH else {n: [i] for i, n in enumerate(nodes)})
         return credential.sign(lambda n: self.ring.key_for(f"node:{n}"), claims, lifetime, now)
 
     def run_batch(self, job: Job, cred: str | None = None, timeout: float = 30) -> dict:

@@ -117,13 +117,13 @@ def test_immediate_gives_up_when_the_cluster_is_busy(two, tmp_path):
 
 def test_unsupported_options_warn_once_naming_them(two, tmp_path):
     script = tmp_path / "job.sh"
-    script.write_text("#!/bin/sh\n#SBATCH --gres-flags=enforce-binding\n#SBATCH --hint=compute_bound\ntrue\n")
+    script.write_text("#!/bin/sh\n#SBATCH --gpu-freq=high\n#SBATCH --hint=compute_bound\ntrue\n")
     r = two.run(["sbatch", "--parsable", "--hint=nomultithread", "-o", "/dev/null", str(script)],
                 cwd=tmp_path)
     assert r.returncode == 0 and r.stdout.strip().isdigit(), r.stderr
     assert r.stderr.splitlines() == [
         "sbatch: warning: --hint=nomultithread is not supported here and is ignored",
-        "sbatch: warning: --gres-flags=enforce-binding is not supported here and is ignored"]
+        "sbatch: warning: --gpu-freq=high is not supported here and is ignored"]
     assert wait_final(two, int(r.stdout), 60) == "COMPLETED"
 
 

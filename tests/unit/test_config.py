@@ -265,13 +265,13 @@ def test_qos_may_only_preempt_declared_qos():
 
 
 def test_keys_read_but_not_implemented_are_listed_for_the_daemons_warnings():
-    """Nothing silent: a Slurm key we keep but do not act on (TopologyPlugin), and unknown keys
+    """Nothing silent: a Slurm key we keep but do not act on (RoutePlugin), and unknown keys
     on NodeName and PartitionName lines, are named (file:line) for the daemons to warn about;
     what we implement, or read from extra (SchedulerType), is not."""
-    cfg = config.parse("TopologyPlugin=topology/tree\nSchedulerType=sched/backfill\n"
+    cfg = config.parse("RoutePlugin=route/topology\nSchedulerType=sched/backfill\n"
                        "NodeName=n[1-2] CPUs=2 TmpDisk=100 RealMemory=100\n"
                        "PartitionName=p Nodes=ALL OverSubscribe=YES MaxTime=10\n", "slurm.conf")
-    assert cfg.ignored == ["slurm.conf:1: topologyplugin=topology/tree",
+    assert cfg.ignored == ["slurm.conf:1: routeplugin=route/topology",
                            "slurm.conf:3: tmpdisk=100 (on a nodename line)",
                            "slurm.conf:4: oversubscribe=YES (on a partitionname line)"]
     seen = []
@@ -281,4 +281,4 @@ def test_keys_read_but_not_implemented_are_listed_for_the_daemons_warnings():
             seen.append(fmt % args)
 
     config.warn_ignored(cfg, Log())
-    assert seen[0] == "slurm.conf:1: topologyplugin=topology/tree: not implemented by pyslurm-lite, ignored"
+    assert seen[0] == "slurm.conf:1: routeplugin=route/topology: not implemented by pyslurm-lite, ignored"

@@ -28,7 +28,7 @@ SAMPLES = {
     "nice": "5", "nodelist": "node1", "exclude": "node2", "signal": "USR1@60", "array": "0-3",
     "dependency": "afterok:1", "kill_on_invalid_dep": "yes", "immediate": "5",
     "wait_all_nodes": "1", "deadline": "now+1hour", "priority": "10",
-    "mail_type": "END,FAIL",
+    "mail_type": "END,FAIL", "switches": "1@5", "gpu_bind": "closest", "gres_flags": "enforce-binding",
 }
 # What an option's effect needs before it (its baseline and its own run both start with these)
 CONTEXT = {"--use-min-nodes": ["-N", "1-3"], "--requeue": ["--no-requeue"]}
@@ -61,6 +61,7 @@ SRUN_STEP = {
     # run on the node around each task (StepLaunch.task_prolog/task_epilog; agent/taskprolog.py)
     "task_prolog": "its export/unset/print lines shape the task (tests/e2e/test_task_prolog.py)",
     "task_epilog": "run after each task ends (tests/e2e/test_task_prolog.py)",
+    "mpi": "the step's PMI server and SLURM_MPI_TYPE (agent/pmi.py, tests/e2e/test_pmi2.py)",
 }
 PARSERS = {"sbatch": sbatch.build_parser, "salloc": salloc.build_parser, "srun": srun.build_parser}
 POSITIONALS = ["--wrap", "true"]
