@@ -39,6 +39,8 @@ MASTER_PORT_RANGE = 2000
 NO_PRIORITY = -1  # JobSpec.priority: --priority not given
 # What a non-operator's --priority becomes: slurmctld (validate_job_create_req) drops it without
 # a word; here the submitting command is told, since nothing may differ silently.
+UNBOUND_GPUS = ("--gres-flags=enforce-binding has no effect here: no GPU of this cluster is bound to "
+                "cores (gres.conf Cores=)")
 PRIORITY_DROPPED = ("--priority={} was ignored: only an operator (root, SlurmUser or an "
                     "AdminUsers member) may set a job's priority")
 
@@ -68,6 +70,13 @@ class JobManager:
             spec.hold = True
         check_deadline(spec, self.s.clock())
         screen_mail(self.s.cfg, spec)  # --mail-type words, --mail-user (webhooks allowed)
+        if spec.gres_flags == "enforce-binding" and warnings is not None and not self._gpus_bound():
+            warnings.append(UNBOUND_GPUS)
+
+    def _gpus_bound(self) -> bool:
+        """Does any GPU here name the cores close to it (gres.conf Cores=, NVML's affinity)?
+        Without one, --gres-flags=enforce-binding changes nothing, and the user is told so."""
+        return any(g.cores for n in self.s.nodes.values() for g in self.s.node_gpus(n))
 
     def _submit_array(self, spec: JobSpec, caller: Caller, warnings: list[str] | None = None) -> int:
         """An array is a job per index, with consecutive ids from the array's own, committed

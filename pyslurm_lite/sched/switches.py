@@ -39,7 +39,7 @@ def choose(job: JobView, fitting: list, now: float, view_of=_view) -> list | Non
     need = job.num_nodes
     paths = {view_of(item).name: view_of(item).switches for item in fitting}
     names = list(paths)  # a node on no switch is under no top switch: never taken
-    if any(r not in names for r in job.required):
+    if any(r not in paths for r in job.required):  # a dict: -w of many nodes stays linear
         return None
     top = _top_switch(job, names, paths, need)
     if top is None:
@@ -92,7 +92,8 @@ def _fill(job: JobView, under: list, paths: dict, need: int, view_of) -> list | 
     for item in under:
         by_leaf.setdefault(paths[view_of(item).name][0], []).append(item)
     leaf_path = {path[0]: path for path in paths.values() if path}
-    picked = [item for item in under if view_of(item).name in job.required]
+    required = set(job.required)
+    picked = [item for item in under if view_of(item).name in required]
     taken: list[str] = []
     for leaf in dict.fromkeys(paths[r][0] for r in job.required):
         taken.append(leaf)

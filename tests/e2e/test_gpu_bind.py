@@ -151,3 +151,16 @@ def test_oversized_gpu_bind_from_the_environment_fails_the_step_at_once(gcluster
                      env={"SLURM_GPU_BIND": "map_gpu:0*4000000000"}, timeout=30)
     assert r.returncode != 0, r.stderr
     assert "launch failed: Invalid --gpu-bind argument: map_gpu:0*4000000000" in r.stderr, r.stderr
+
+
+def test_enforce_binding_without_cores_says_it_has_no_effect(cluster, gcluster, tmp_path):
+    """Nothing silent: where no GPU names its cores (gres.conf Cores=), enforce-binding cannot
+    change anything and sbatch says so; where they do (gcluster), no warning."""
+    args = ("--gres=gpu:1", "--gres-flags=enforce-binding", "-o", "/dev/null", "--parsable",
+            "--wrap", "true")
+    plain = cluster.run(["sbatch", *args], cwd=tmp_path)
+    assert plain.returncode == 0, plain.stderr
+    assert "sbatch: warning: --gres-flags=enforce-binding has no effect here" in plain.stderr
+    bound = gcluster.run(["sbatch", *args], cwd=tmp_path)
+    assert bound.returncode == 0, bound.stderr
+    assert "enforce-binding" not in bound.stderr
