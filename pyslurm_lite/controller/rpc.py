@@ -267,14 +267,17 @@ class ControllerServicer(controller_pb2_grpc.ControllerServicer):
     def RegisterNode(self, request, context):
         _node_of(request)
         self.dispatch.send(self.jobs.jobs_ended(_endings(request.events)))
-        for ev in request.events:
-            if ev.kind == "lost":
-                self.dispatch.send(self.nodes.job_lost(ev.job_id, request.node, ev.time))
         kill, effects, epoch = self.nodes.register(
             request.node, request.cpus, request.memory,
             [wire.from_msg(g, GpuDevice) for g in request.gpus],
             {r.job_id: r.restart_count for r in request.running}, request.boot_time, request.version)
         self.dispatch.send(effects)
+        # Lost runs after the new epoch: a run requeued before it was relaunched under the old
+        # one, which the agent refused, and the job sat RUNNING until a heartbeat requeued it again
+        # (restart count +2). register() has requeued what is not running; a later run is not hit.
+        for ev in request.events:
+            if ev.kind == "lost":
+                self.dispatch.send(self.nodes.job_lost(ev.job_id, request.node, ev.time))
         return pb.RegisterNodeReply(instance=self.s.instance, kill_job_ids=kill,
                                     heartbeat_interval=self.s.cfg.heartbeat_interval, epoch=epoch)
 
