@@ -24,8 +24,9 @@ SECRET = b"hook-secret-for-tests"
 MAILPROG = """#!/bin/bash
 # fails while $DIR/fail exists, so a notice has to wait and be retried
 [ -e {dir}/fail ] && exit 3
-f=$(mktemp {dir}/mail/call.XXXXXX) || exit 1
+f=$(mktemp {dir}/mail/part.XXXXXX) || exit 1
 {{ for a in "$@"; do printf 'ARG %s\\n' "$a"; done; env | grep '^SLURM_' | sed 's/^/ENV /'; echo BODY; cat; }} > "$f"
+mv "$f" "{dir}/mail/call.${{f##*.}}"  # whole: the tests read call.* while notices are sent
 """
 
 
