@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 import pwd
 import sys
+import time
 
 from .errors import NotFound, SlurmError
 
@@ -38,7 +39,8 @@ default_transport = "grpcio"  # for a Client that names none; see the module's d
 
 class Client:
     def __init__(self, cfg: Config | None = None, conf_path: str | None = None,
-                 timeout: float = DEFAULT_TIMEOUT, transport: str | None = None):
+                 timeout: float = DEFAULT_TIMEOUT, transport: str | None = None,
+                 token: str | None = None):
         if cfg is None:
             from . import config
             cfg = config.load(conf_path)
@@ -48,6 +50,9 @@ class Client:
         if self.transport not in _TRANSPORTS:
             raise SlurmError(f"unknown transport '{self.transport}'; valid: {', '.join(_TRANSPORTS)}")
         self._link = None
+        # a JWT (scontrol token; the REST server passes its caller's) sent instead of a fresh
+        # token from this host's auth socket: the controller takes the caller from it
+        self.token = token
 
     # ---- plumbing -----------------------------------------------------------------------------
     def _call(self, method: str, request):
@@ -63,6 +68,7 @@ class Client:
     def _link_(self):
         if self._link is None:
             self._link = _TRANSPORTS[self.transport](self.cfg)
+            self._link.token = self.token
         return self._link
 
     def submit(self, spec: JobSpec) -> int:
@@ -180,6 +186,18 @@ class Client:
     def ping(self):
         return self._call("Ping", self._pb().PingRequest())
 
+    def takeover(self) -> str:
+        """scontrol takeover, sent to the controller this client calls (see `at`)."""
+        return self._call("Takeover", self._pb().TakeoverRequest()).message
+
+    def at(self, index: int) -> "Client":
+        """A client of one controller only, SlurmctldHost= line `index` (0: the primary),
+        without failover: scontrol ping asks each in turn, takeover asks a backup."""
+        import dataclasses
+        hosts = self.cfg.controller_hosts or [(self.cfg.controller_host, self.cfg.controller_addr, 0)]
+        one = dataclasses.replace(self.cfg, controller_hosts=[hosts[index]])
+        return Client(one, timeout=self.timeout, transport=self.transport, token=self.token)
+
     # ---- reservations and fair share ----------------------------------------------------------
     def create_reservation(self, resv, node_count: int = 0, partition: str = "") -> str:
         from .rpc import wire
@@ -217,38 +235,129 @@ def _unreachable(target: str) -> str:
     return f"Unable to contact slurm controller (connect failure) at {target}"
 
 
-class _GrpcioLink:
+def _metadata(link) -> tuple:
+    """The caller's identity for one call: the given JWT, or a fresh token from the auth socket."""
+    from .rpc.common import AUTH_KEY, user_metadata
+    if link.token:
+        return ((AUTH_KEY, link.token),)
+    return user_metadata(link.auth_socket)
+
+
+STANDBY = "Controller is in standby mode"  # what a controller not in control answers
+FAILOVER_PAUSE = 0.5  # seconds between rounds over every controller while none is in control
+STANDBY_EXTRA = 5.0  # seconds beyond Slurm's 1.5 x SlurmctldTimeout: our backup's start-up
+
+
+class _Failover:
+    """The controllers a link calls, the primary first (SlurmctldHost= order). A call goes to
+    the one that answered last; when it cannot be reached, or says it is in standby, the next
+    is tried. With backups configured, rounds repeat (within the call's timeout) while none is
+    in control: up to 1.5 x SlurmctldTimeout (+ STANDBY_EXTRA) once one said "standby" (a
+    backup is about to take over), else SlurmctldTimeout (as Slurm's commands wait for a
+    controller to return)."""
+
+    token = None
+
+    def _setup(self, cfg, connect) -> None:
+        self.targets = list(getattr(cfg, "controller_targets", None) or [cfg.controller_target])
+        self.target = self.targets[0]
+        self._connect, self._conns = connect, {}
+        self._current = 0
+        self._patience = float(getattr(cfg, "slurmctld_timeout", 120))
+
+    def _conn(self, i: int):
+        if i not in self._conns:
+            self._conns[i] = self._connect(self.targets[i])
+        return self._conns[i]
+
+    def _failover(self, attempt, timeout: float):
+        """attempt(conn, seconds left) -> reply, or raises; returns the first reply, re-raises
+        the last refusal when no controller took the call in time."""
+        began = time.monotonic()
+        standby, n = False, len(self.targets)
+        while True:
+            for k in range(n):
+                i = (self._current + k) % n
+                left = timeout - (time.monotonic() - began)
+                try:
+                    reply = attempt(self._conn(i), max(left, 0.001))
+                except _Refused as e:
+                    standby = standby or e.standby
+                    last = e
+                    continue
+                self._current, self.target = i, self.targets[i]
+                return reply
+            waited = time.monotonic() - began
+            window = self._patience * 1.5 + STANDBY_EXTRA if standby else self._patience
+            if n == 1 or waited + FAILOVER_PAUSE >= min(timeout, window):
+                raise last.error
+            time.sleep(FAILOVER_PAUSE)
+
+
+class _Refused(Exception):
+    """One controller did not take the call (unreachable, or in standby): try the next."""
+
+    def __init__(self, error: Exception, standby: bool):
+        self.error, self.standby = error, standby
+
+
+def _unreachable_of(link) -> str:
+    return _unreachable(", ".join(link.targets))
+
+
+class _GrpcioLink(_Failover):
     """Calls through grpcio's generated stub."""
 
     def __init__(self, cfg):
         from ._proto import controller_pb2_grpc
         from .rpc.grpcutil import client_channel
-        self.target, self.auth_socket = cfg.controller_target, cfg.auth_socket
-        self.stub = controller_pb2_grpc.ControllerStub(client_channel(self.target, cfg))
+        self.auth_socket = cfg.auth_socket
+        self._setup(cfg, lambda target: controller_pb2_grpc.ControllerStub(client_channel(target, cfg)))
 
     def call(self, method: str, request, timeout: float):
         import grpc
 
-        from .rpc.common import user_metadata
         from .rpc.grpcutil import raise_domain
+
+        def attempt(stub, left):
+            try:
+                return getattr(stub, method)(request, timeout=left, metadata=_metadata(self))
+            except grpc.RpcError as e:
+                if e.code() == grpc.StatusCode.UNAVAILABLE:
+                    raise _Refused(e, e.details() == STANDBY) from None
+                raise
         try:
-            return getattr(self.stub, method)(request, timeout=timeout,
-                                              metadata=user_metadata(self.auth_socket))
+            return self._failover(attempt, timeout)
         except grpc.RpcError as e:
-            raise_domain(e, _unreachable(self.target))
+            raise_domain(e, _unreachable_of(self))
 
 
-class _H2Link:
+class _H2Link(_Failover):
     """Calls through h2client: the same requests and metadata, without importing grpcio."""
 
     def __init__(self, cfg):
         from .rpc.h2client import Channel
-        self.target, self.auth_socket = cfg.controller_target, cfg.auth_socket
+        self.auth_socket = cfg.auth_socket
         ssl_context = None
         if getattr(cfg, "tls_ca", ""):
             from .rpc.tls import ssl_context as make_context
             ssl_context = make_context(cfg)
-        self.channel = Channel(self.target, ssl_context)
+        self._setup(cfg, lambda target: Channel(target, ssl_context))
+        self.channel = self._conn(0)  # the primary's, opened lazily by its first call
+
+    def _unary(self, path: str, body: bytes, timeout: float) -> bytes:
+        """One call's raw reply, from whichever controller takes it; RpcFailure otherwise."""
+        from .rpc.common import UNAVAILABLE
+        from .rpc.h2client import RpcFailure
+
+        def attempt(channel, left):
+            try:
+                return channel.unary(path, body, _metadata(self), left)
+            except RpcFailure as e:
+                if e.code == UNAVAILABLE:
+                    raise _Refused(e, e.message == STANDBY) from None
+                raise
+        return self._failover(attempt, timeout)
 
     def call(self, method: str, request, timeout: float):
         from google.protobuf.message import DecodeError
@@ -256,16 +365,15 @@ class _H2Link:
 
         from ._proto import controller_pb2
         from .rpc.h2client import RpcFailure
-        from .rpc.common import INTERNAL, domain_error, user_metadata
+        from .rpc.common import INTERNAL, domain_error
         desc = controller_pb2.DESCRIPTOR.services_by_name["Controller"].methods_by_name[method]
         path = f"/{desc.containing_service.full_name}/{desc.name}"
         try:
-            raw = self.channel.unary(path, request.SerializeToString(),
-                                     user_metadata(self.auth_socket), timeout)
+            raw = self._unary(path, request.SerializeToString(), timeout)
             reply = GetMessageClass(desc.output_type)()
             reply.ParseFromString(raw)
         except RpcFailure as e:
-            raise domain_error(e.code, e.message, _unreachable(self.target)) from None
+            raise domain_error(e.code, e.message, _unreachable_of(self)) from None
         except DecodeError as e:
             raise domain_error(INTERNAL, f"cannot parse the reply to {method}: {e}") from None
         return reply
@@ -276,13 +384,13 @@ class _H2Link:
         dict (pbwire.decode)."""
         from .rpc import pbwire
         from .rpc.h2client import RpcFailure
-        from .rpc.common import INTERNAL, domain_error, user_metadata
+        from .rpc.common import INTERNAL, domain_error
         path = pbwire.method_path("Controller", method)
         body = pbwire.encode(pbwire.request_type("Controller", method), request)
         try:
-            raw = self.channel.unary(path, body, user_metadata(self.auth_socket), timeout)
+            raw = self._unary(path, body, timeout)
         except RpcFailure as e:
-            raise domain_error(e.code, e.message, _unreachable(self.target)) from None
+            raise domain_error(e.code, e.message, _unreachable_of(self)) from None
         try:
             return pbwire.decode(pbwire.reply_type("Controller", method), raw)
         except ValueError as e:

@@ -42,6 +42,15 @@ class Config:
     controller_host: str = "localhost"
     controller_addr: str = ""
     controller_port: int = 6817
+    # every SlurmctldHost= line in order, the primary first, then backups: (name, addr, port);
+    # addr "" is the name, port 0 is SlurmctldPort (ours: name(addr:port) gives one its own)
+    controller_hosts: list[tuple[str, str, int]] = field(default_factory=list)
+    slurmctld_timeout: int = 120  # SlurmctldTimeout: seconds before a backup takes over
+    rest_port: int = 0  # RestPort (ours): the HTTP server (slurmrestd's API, dashboard); 0 off
+    # AuthAltTypes=auth/jwt and AuthAltParameters=jwt_key=PATH: `scontrol token` and the
+    # X-SLURM-USER-TOKEN header (rpc/jwt.py); the key defaults to one beside the cluster key
+    auth_alt_types: list[str] = field(default_factory=list)
+    jwt_key_file: str = ""
     slurmd_port: int = 6818
     state_save_location: str = "/var/spool/pyslurm-lite"
     database_url: str = ""
@@ -144,6 +153,15 @@ class Config:
     @property
     def controller_target(self) -> str:
         return f"{self.controller_addr or self.controller_host}:{self.controller_port}"
+
+    @property
+    def controller_targets(self) -> list[str]:
+        """host:port of every controller, the primary first: where clients and agents call, in
+        this order."""
+        if not self.controller_hosts:
+            return [self.controller_target]
+        return [f"{addr or name}:{port or self.controller_port}"
+                for name, addr, port in self.controller_hosts]
 
     @property
     def db_url(self) -> str:
@@ -283,6 +301,8 @@ _SIMPLE_KEYS = {
     "webhooksecretfile": ("webhook_secret_file", str),
     "webhookallowedurls": ("webhook_allowed_urls", str),
     "metricsport": ("metrics_port", int),
+    "restport": ("rest_port", int),
+    "slurmctldtimeout": ("slurmctld_timeout", int),
     "idlegputhreshold": ("idle_gpu_threshold", float),
 }
 CHOICES = {  # keys whose value is one of a few words
@@ -328,11 +348,24 @@ def parse(text: str, path: str = "slurm.conf") -> Config:
 
 def _simple_key(cfg: Config, key: str, value: str, where: str) -> None:
     if key == "slurmctldhost":
-        # SlurmctldHost=name(addr) as in Slurm
-        m = re.fullmatch(r"([^()]+)(?:\(([^()]+)\))?", value)
+        # SlurmctldHost=name(addr) as in Slurm, one line per controller (primary first); ours:
+        # name(addr:port) when two controllers share an address
+        m = re.fullmatch(r"([^()]+)(?:\(([^():]+)(?::(\d{1,5}))?\))?", value.strip())
         if not m:
             raise ConfigError(f"{where}: bad SlurmctldHost={value}")
-        cfg.controller_host, cfg.controller_addr = m.group(1), m.group(2) or ""
+        name, addr, port = m.group(1).strip(), m.group(2) or "", int(m.group(3) or 0)
+        if port > 65535:
+            raise ConfigError(f"{where}: bad port in SlurmctldHost={value}")
+        if not cfg.controller_hosts:
+            cfg.controller_host, cfg.controller_addr = name, addr
+        cfg.controller_hosts.append((name, addr, port))
+    elif key == "authalttypes":
+        cfg.auth_alt_types = [t.strip() for t in value.split(",") if t.strip()]
+        bad = [t for t in cfg.auth_alt_types if t != "auth/jwt"]
+        if bad:
+            raise ConfigError(f"{where}: unknown AuthAltTypes={','.join(bad)}; valid: auth/jwt")
+    elif key == "authaltparameters":
+        _options(cfg, value, {"jwt_key": "jwt_key_file"}, "AuthAltParameters", where)
     elif key == "jobrequeue":
         cfg.job_requeue = value.strip() not in ("0", "no", "NO")
     elif key == "priorityweighttres":

@@ -6,6 +6,10 @@ controller and two agents on loopback, started by `pyslurm-lite cluster up`) sha
 of one module, torn down with `pyslurm-lite cluster down`. The CLIs run as subprocesses with this
 virtual environment's bin directory first on PATH, so `sbatch` is ours and never the system's
 real Slurm in /usr/bin.
+
+PYSLURM_TEST_DATABASE=postgresql puts every cluster's state in a fresh database of a private
+PostgreSQL server (tests/pgserver.py) instead of SQLite. The modules that exercise the store are
+marked `pg` (PG_MODULES): .ci/run runs them a second time that way (`-m pg`).
 """
 
 from __future__ import annotations
@@ -33,15 +37,59 @@ NODES, CPUS, MEM_MB, GPUS = 2, 2, 2000, 4
 CLI_TIMEOUT = 60.0  # seconds for any one CLI call
 UP_TIMEOUT = 120.0  # seconds for `cluster up` (it waits for every node itself)
 
+# The end-to-end modules that exercise the state database (jobs across a controller kill -9 and
+# restart, sacct from the database, sacctmgr's tables, fair-share usage, requeued runs, node
+# state, the notification outbox): run again on PostgreSQL by .ci/run (about 4 minutes on 2
+# cores). One place, so the subset is declared, not guessed.
+PG_MODULES = frozenset({
+    "test_restart.py", "test_foundation.py", "test_sacct_db.py", "test_sacctmgr.py",
+    "test_usage_fairshare.py", "test_faults.py", "test_notifications.py",
+})
+DATABASES = ("sqlite", "postgresql")  # PYSLURM_TEST_DATABASE
+
+
+def state_database() -> str:
+    db = os.environ.get("PYSLURM_TEST_DATABASE") or "sqlite"
+    if db not in DATABASES:
+        raise pytest.UsageError(f"PYSLURM_TEST_DATABASE={db}: one of {', '.join(DATABASES)}")
+    return db
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "pg: runs again on PostgreSQL in .ci/run (PG_MODULES)")
+    state_database()
+
 
 def pytest_collection_modifyitems(config, items):
-    """Tests marked `root` need root (cgroups, switching users): skip them with a reason otherwise."""
+    """Tests marked `root` need root (cgroups, switching users): skip them with a reason otherwise.
+    Tests of PG_MODULES get the `pg` marker."""
+    for item in items:
+        if item.path.name in PG_MODULES:
+            item.add_marker(pytest.mark.pg)
     if os.geteuid() == 0:
         return
     skip = pytest.mark.skip(reason="needs root (os.geteuid() != 0)")
     for item in items:
         if item.get_closest_marker("root"):
             item.add_marker(skip)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    import pgserver
+    pgserver.stop_shared()
+
+
+@pytest.fixture(scope="session")
+def postgres():
+    """The session's private PostgreSQL server (tests/pgserver.py); skipped where none can be
+    started, unless PYSLURM_TEST_POSTGRES=1 or PYSLURM_TEST_DATABASE=postgresql demand one."""
+    import pgserver
+    why = pgserver.why_unavailable()
+    if why:
+        if pgserver.demanded():
+            pytest.fail(f"PostgreSQL demanded but unavailable: {why}")
+        pytest.skip(f"no PostgreSQL: {why}")
+    return pgserver.shared()
 
 
 def cli_env(conf: str | os.PathLike | None = None, **extra: str) -> dict[str, str]:
@@ -147,6 +195,7 @@ def start_cluster(directory: Path, shape: tuple = (NODES, CPUS, MEM_MB, GPUS),
     cluster = Cluster(dir=directory, conf=directory / "slurm.conf", env={}, shape=shape)
     if prepare is not None:
         prepare(directory)
+    in_postgres = state_database() == "postgresql" and _state_in_postgres(directory, shape)
     cluster.env = cli_env(cluster.conf)
     for cmd in ("sbatch", "squeue", "scancel"):
         found = shutil.which(cmd, path=cluster.env["PATH"])
@@ -157,7 +206,30 @@ def start_cluster(directory: Path, shape: tuple = (NODES, CPUS, MEM_MB, GPUS),
         pytest.fail(f"cluster up failed: rc={r.returncode}\n{r.stdout}\n{r.stderr}\n"
                     f"{cluster.log_tails()}")
     assert f"export PYSLURM_LITE_CONF={cluster.conf}" in r.stdout, r.stdout
+    if in_postgres and list(directory.rglob("state.db")):  # the state went to SQLite after all
+        cluster.down()
+        pytest.fail(f"PYSLURM_TEST_DATABASE=postgresql, but a SQLite state.db under {directory}")
     return cluster
+
+
+def _state_in_postgres(directory: Path, shape: tuple) -> bool:
+    """DatabaseURL= a fresh database of the session's server, in the slurm.conf `cluster up`
+    writes (or the one `prepare` wrote); restarts keep it, as they keep the conf. False where
+    `prepare` chose a DatabaseURL itself (kept)."""
+    import pgserver
+    from pyslurm_lite.cli.cluster import write_config
+    why = pgserver.why_unavailable()
+    if why:
+        pytest.fail(f"PYSLURM_TEST_DATABASE=postgresql but no PostgreSQL: {why}")
+    conf = directory / "slurm.conf"
+    if not conf.exists():
+        directory.mkdir(parents=True, exist_ok=True)
+        write_config(str(directory), *shape)
+    text = conf.read_text()
+    if any(line.strip().lower().startswith("databaseurl") for line in text.splitlines()):
+        return False
+    conf.write_text(text + f"DatabaseURL={pgserver.shared().new_database()}\n")
+    return True
 
 
 @pytest.fixture(scope="module")

@@ -12,14 +12,46 @@ class PingRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class PingReply(_message.Message):
-    __slots__ = ("cluster_name", "instance", "now")
+    __slots__ = ("cluster_name", "instance", "now", "index", "active")
     CLUSTER_NAME_FIELD_NUMBER: _ClassVar[int]
     INSTANCE_FIELD_NUMBER: _ClassVar[int]
     NOW_FIELD_NUMBER: _ClassVar[int]
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    ACTIVE_FIELD_NUMBER: _ClassVar[int]
     cluster_name: str
     instance: str
     now: float
-    def __init__(self, cluster_name: _Optional[str] = ..., instance: _Optional[str] = ..., now: _Optional[float] = ...) -> None: ...
+    index: int
+    active: bool
+    def __init__(self, cluster_name: _Optional[str] = ..., instance: _Optional[str] = ..., now: _Optional[float] = ..., index: _Optional[int] = ..., active: _Optional[bool] = ...) -> None: ...
+
+class TakeoverRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class TakeoverReply(_message.Message):
+    __slots__ = ("message",)
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    message: str
+    def __init__(self, message: _Optional[str] = ...) -> None: ...
+
+class IssueTokenRequest(_message.Message):
+    __slots__ = ("user_name", "lifespan")
+    USER_NAME_FIELD_NUMBER: _ClassVar[int]
+    LIFESPAN_FIELD_NUMBER: _ClassVar[int]
+    user_name: str
+    lifespan: int
+    def __init__(self, user_name: _Optional[str] = ..., lifespan: _Optional[int] = ...) -> None: ...
+
+class IssueTokenReply(_message.Message):
+    __slots__ = ("token", "expires", "user_name")
+    TOKEN_FIELD_NUMBER: _ClassVar[int]
+    EXPIRES_FIELD_NUMBER: _ClassVar[int]
+    USER_NAME_FIELD_NUMBER: _ClassVar[int]
+    token: str
+    expires: float
+    user_name: str
+    def __init__(self, token: _Optional[str] = ..., expires: _Optional[float] = ..., user_name: _Optional[str] = ...) -> None: ...
 
 class SubmitJobRequest(_message.Message):
     __slots__ = ("spec",)

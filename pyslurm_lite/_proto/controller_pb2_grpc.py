@@ -40,6 +40,16 @@ class ControllerStub:
                 request_serializer=pyslurm__lite_dot_v1_dot_controller__pb2.PingRequest.SerializeToString,
                 response_deserializer=pyslurm__lite_dot_v1_dot_controller__pb2.PingReply.FromString,
                 _registered_method=True)
+        self.Takeover = channel.unary_unary(
+                '/pyslurm_lite.v1.Controller/Takeover',
+                request_serializer=pyslurm__lite_dot_v1_dot_controller__pb2.TakeoverRequest.SerializeToString,
+                response_deserializer=pyslurm__lite_dot_v1_dot_controller__pb2.TakeoverReply.FromString,
+                _registered_method=True)
+        self.IssueToken = channel.unary_unary(
+                '/pyslurm_lite.v1.Controller/IssueToken',
+                request_serializer=pyslurm__lite_dot_v1_dot_controller__pb2.IssueTokenRequest.SerializeToString,
+                response_deserializer=pyslurm__lite_dot_v1_dot_controller__pb2.IssueTokenReply.FromString,
+                _registered_method=True)
         self.SubmitJob = channel.unary_unary(
                 '/pyslurm_lite.v1.Controller/SubmitJob',
                 request_serializer=pyslurm__lite_dot_v1_dot_controller__pb2.SubmitJobRequest.SerializeToString,
@@ -152,6 +162,20 @@ class ControllerServicer:
 
     def Ping(self, request, context):
         """user and operator commands
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Takeover(self, request, context):
+        """scontrol takeover: asks a backup to take control now (the active one steps down first)
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def IssueToken(self, request, context):
+        """scontrol token: a reusable JWT for the caller (auth/jwt; X-SLURM-USER-TOKEN over REST)
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -296,6 +320,16 @@ def add_ControllerServicer_to_server(servicer, server):
                     request_deserializer=pyslurm__lite_dot_v1_dot_controller__pb2.PingRequest.FromString,
                     response_serializer=pyslurm__lite_dot_v1_dot_controller__pb2.PingReply.SerializeToString,
             ),
+            'Takeover': grpc.unary_unary_rpc_method_handler(
+                    servicer.Takeover,
+                    request_deserializer=pyslurm__lite_dot_v1_dot_controller__pb2.TakeoverRequest.FromString,
+                    response_serializer=pyslurm__lite_dot_v1_dot_controller__pb2.TakeoverReply.SerializeToString,
+            ),
+            'IssueToken': grpc.unary_unary_rpc_method_handler(
+                    servicer.IssueToken,
+                    request_deserializer=pyslurm__lite_dot_v1_dot_controller__pb2.IssueTokenRequest.FromString,
+                    response_serializer=pyslurm__lite_dot_v1_dot_controller__pb2.IssueTokenReply.SerializeToString,
+            ),
             'SubmitJob': grpc.unary_unary_rpc_method_handler(
                     servicer.SubmitJob,
                     request_deserializer=pyslurm__lite_dot_v1_dot_controller__pb2.SubmitJobRequest.FromString,
@@ -429,6 +463,60 @@ class Controller:
             '/pyslurm_lite.v1.Controller/Ping',
             pyslurm__lite_dot_v1_dot_controller__pb2.PingRequest.SerializeToString,
             pyslurm__lite_dot_v1_dot_controller__pb2.PingReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Takeover(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/pyslurm_lite.v1.Controller/Takeover',
+            pyslurm__lite_dot_v1_dot_controller__pb2.TakeoverRequest.SerializeToString,
+            pyslurm__lite_dot_v1_dot_controller__pb2.TakeoverReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def IssueToken(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/pyslurm_lite.v1.Controller/IssueToken',
+            pyslurm__lite_dot_v1_dot_controller__pb2.IssueTokenRequest.SerializeToString,
+            pyslurm__lite_dot_v1_dot_controller__pb2.IssueTokenReply.FromString,
             options,
             channel_credentials,
             insecure,

@@ -188,6 +188,15 @@ MESSAGES = {
         ('type', 2, 'string', 0, None),
         ('count', 3, 'int32', 0, None),
     ),
+    'IssueTokenReply': (
+        ('token', 1, 'string', 0, None),
+        ('expires', 2, 'double', 0, None),
+        ('user_name', 3, 'string', 0, None),
+    ),
+    'IssueTokenRequest': (
+        ('user_name', 1, 'string', 0, None),
+        ('lifespan', 2, 'int64', 0, None),
+    ),
     'Job': (
         ('job_id', 1, 'int64', 0, None),
         ('spec', 2, 'message', 0, 'JobSpec'),
@@ -408,6 +417,8 @@ MESSAGES = {
         ('cluster_name', 1, 'string', 0, None),
         ('instance', 2, 'string', 0, None),
         ('now', 3, 'double', 0, None),
+        ('index', 4, 'uint32', 0, None),
+        ('active', 5, 'bool', 0, None),
     ),
     'PingRequest': (
     ),
@@ -587,6 +598,11 @@ MESSAGES = {
     'SubmitJobsRequest': (
         ('specs', 1, 'message', 1, 'JobSpec'),
     ),
+    'TakeoverReply': (
+        ('message', 1, 'string', 0, None),
+    ),
+    'TakeoverRequest': (
+    ),
     'UpdateJobsReply': (
         ('job_ids', 1, 'int64', 1, None),
         ('errors', 2, 'message', 1, 'JobError'),
@@ -640,6 +656,8 @@ METHODS = {
     },
     'Controller': {
         'Ping': ('PingRequest', 'PingReply'),
+        'Takeover': ('TakeoverRequest', 'TakeoverReply'),
+        'IssueToken': ('IssueTokenRequest', 'IssueTokenReply'),
         'SubmitJob': ('SubmitJobRequest', 'SubmitJobReply'),
         'SubmitJobs': ('SubmitJobsRequest', 'SubmitJobsReply'),
         'GetJobs': ('GetJobsRequest', 'GetJobsReply'),

@@ -112,7 +112,10 @@ class Agent:
         self.epoch = ""  # this agent's registration, as the controller named it
         self._link_lock = threading.Lock()  # a registration and a launch never overlap
         self.stop = threading.Event()
-        self.stub = controller_pb2_grpc.ControllerStub(client_channel(cfg.controller_target, cfg))
+        # every controller, the primary first; calls go to self.stub, the one that answered last
+        self.stubs = [controller_pb2_grpc.ControllerStub(client_channel(t, cfg))
+                      for t in cfg.controller_targets]
+        self.stub = self.stubs[0]
         self.boot_time = psutil.boot_time()
         self.health = HealthCheck(cfg.health_check_program, cfg.health_check_interval,
                                   dict(os.environ, SLURM_CONF=cfg.path, SLURMD_NODENAME=node))
@@ -245,11 +248,19 @@ class Agent:
             except grpc.RpcError as e:
                 if e.code() != grpc.StatusCode.UNAVAILABLE:
                     log.warning("controller call failed: %s %s", e.code(), e.details())
+                else:
+                    self._next_controller()
                 self.instance = ""
                 self.stop.wait(RETRY_DELAY)
             except Exception:
                 log.exception("link loop error")
                 self.stop.wait(RETRY_DELAY)
+
+    def _next_controller(self) -> None:
+        """The controller called is down or in standby: the next SlurmctldHost= line's (a backup
+        taking over; registering there is a registration like any other)."""
+        if len(self.stubs) > 1:
+            self.stub = self.stubs[(self.stubs.index(self.stub) + 1) % len(self.stubs)]
 
     # ---- process ------------------------------------------------------------------------------
     def start(self) -> int:

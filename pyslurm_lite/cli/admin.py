@@ -37,12 +37,15 @@ def main():
 @main.command()
 @click.option("--conf", default=None, help="slurm.conf path (default: $PYSLURM_LITE_CONF)")
 @click.option("--pid-file", default=None)
+@click.option("--index", type=click.IntRange(0), default=None,
+              help="which SlurmctldHost= line this controller is, 0 the primary (default: the "
+                   "line naming this host; only asked with two or more lines)")
 @click.option("-v", "--verbose", is_flag=True)
-def controller(conf, pid_file, verbose):
+def controller(conf, pid_file, index, verbose):
     """Run the controller daemon in the foreground."""
     _logging(verbose)
     from ..controller.daemon import main as run
-    run(conf, pid_file)
+    run(conf, pid_file, index)
 
 
 @main.command()
@@ -72,6 +75,21 @@ def authd(conf, host, pid_file, verbose):
 
 @main.command()
 @click.option("--conf", default=None)
+@click.option("--listen", default=None, metavar="HOST:PORT",
+              help="where to listen (default: the controller's address and RestPort)")
+@click.option("-v", "--verbose", is_flag=True)
+def restd(conf, listen, verbose):
+    """Serve slurmrestd's REST API (v0.0.42) and the dashboard in the foreground, apart from
+    the controller (which serves them itself on RestPort). Callers send a token from
+    `scontrol token` as X-SLURM-USER-TOKEN; the controller checks it."""
+    _logging(verbose)
+    from .. import config as config_mod
+    from ..restd.server import serve
+    serve(config_mod.load(conf), listen)
+
+
+@main.command()
+@click.option("--conf", default=None)
 @click.option("--scope", required=True, help="node:NAME for an agent, host:NAME for authd")
 def keygen(conf, scope):
     """Print the key file for one node or login host, derived from the cluster key (run where
@@ -97,10 +115,13 @@ def cluster():
 @click.option("--gpus", default=0, show_default=True, type=click.IntRange(0, 64))
 @click.option("--dir", "directory", required=True, type=click.Path(file_okay=False))
 @click.option("--tls", is_flag=True, help="make a CA and certificates; every gRPC link uses TLS")
-def up(nodes, cpus, mem, gpus, directory, tls):
+@click.option("--backup-controller", "backup", is_flag=True,
+              help="a second controller (SlurmctldHost= line 2) that takes over when the first "
+                   "stops answering for SlurmctldTimeout")
+def up(nodes, cpus, mem, gpus, directory, tls, backup):
     """Start (or restart) a local cluster in DIR and wait until its nodes are up."""
     from .cluster import up as run
-    run(directory, nodes, cpus, mem, gpus, echo=click.echo, tls=tls)
+    run(directory, nodes, cpus, mem, gpus, echo=click.echo, tls=tls, backup=backup)
 
 
 @cluster.command()
@@ -134,6 +155,56 @@ def simulate(trace, policy, engine, procs, dump, plot):
     """Replay an SWF trace (.swf or .swf.gz) on a virtual clock and print what it measured."""
     from ..sim.command import run
     run(trace, policy, engine, procs, dump, plot, echo=click.echo)
+
+
+@main.group()
+def db():
+    """The controller's state database (copy; upgrade and version beside it)."""
+
+
+@db.command("copy")
+@click.option("--from", "src", required=True, metavar="URL",
+              help="the stopped controller's database (sqlite:///DIR/state.db, or DatabaseURL)")
+@click.option("--to", "dst", required=True, metavar="URL",
+              help="an empty database, e.g. postgresql+psycopg://slurm:PW@HOST:5432/pyslurm")
+def db_copy(src, dst):
+    """Copy every table of a stopped controller's state into an empty database, in one
+    transaction; then set DatabaseURL to the target and start the controller."""
+    from ..controller.dbcopy import copy as run
+    result = run(src, dst)
+    for name in result.skipped:
+        click.echo(f"pyslurm-lite: warning: table {name} is not part of this schema: not copied",
+                   err=True)
+    for name in result.fresh:
+        click.echo(f"{name}: not copied: the controllers take a new lease in the new database")
+    for name, n in result.rows.items():
+        click.echo(f"{name:<16} {n} rows")
+    click.echo(f"Copied {sum(result.rows.values())} rows in {len(result.rows)} tables "
+               f"(schema version {result.schema_version})")
+
+
+@db.command("version")
+@click.option("--conf", default=None, help="slurm.conf path (default: $PYSLURM_LITE_CONF)")
+def db_version(conf):
+    """Print the state database's schema version and the migrations it lacks; change nothing."""
+    from .. import config as config_mod
+    from ..controller import migrations
+    where, found = migrations.version_at(config_mod.load(conf).db_url)
+    click.echo(f"state database {where}: schema version {found} "
+               f"(this pyslurm-lite: {migrations.LATEST})")
+    for version, description in migrations.pending(found):
+        click.echo(f"  to apply: {version} {description}")
+
+
+@db.command("upgrade")
+@click.option("--conf", default=None, help="slurm.conf path (default: $PYSLURM_LITE_CONF)")
+def db_upgrade(conf):
+    """Apply the migrations the state database lacks (the controller does so at start too)."""
+    from .. import config as config_mod
+    from ..controller import migrations
+    where, found, now = migrations.upgrade_at(config_mod.load(conf).db_url)
+    state = "up to date" if found == now else "created" if found == 0 else f"upgraded from {found}"
+    click.echo(f"state database {where}: schema version {now}, {state}")
 
 
 if __name__ == "__main__":

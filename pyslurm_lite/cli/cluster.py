@@ -38,13 +38,20 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def write_config(directory: str, nodes: int, cpus: int, mem: int, gpus: int, tls: bool = False) -> str:
+# The backup of a local pair listens on another loopback address, on the same SlurmctldPort (as
+# two hosts of a real pair would): Slurm's own SlurmctldHost=name(addr) syntax.
+BACKUP_HOST = "localhost-backup(127.0.0.2)"
+
+
+def write_config(directory: str, nodes: int, cpus: int, mem: int, gpus: int, tls: bool = False,
+                 backup: bool = False) -> str:
     conf = os.path.join(directory, "slurm.conf")
     names = [f"node{i}" for i in range(1, nodes + 1)]
     lines = [
         "# Written by `pyslurm-lite cluster up`; edit freely, `cluster up` keeps it as it is.",
         "ClusterName=local",
         "SlurmctldHost=localhost(127.0.0.1)",
+        *([f"SlurmctldHost={BACKUP_HOST}"] if backup else []),
         f"SlurmctldPort={_free_port()}",
         f"StateSaveLocation={os.path.join(directory, 'state')}",
         # where commands get their user token (each daemon serves its own socket beside it)
@@ -54,10 +61,13 @@ def write_config(directory: str, nodes: int, cpus: int, mem: int, gpus: int, tls
         "SlurmdTimeout=30",
         "KillWait=5",
         f"MetricsPort={_free_port()}",  # the controller's Prometheus /metrics
+        f"RestPort={_free_port()}",  # slurmrestd's API and the dashboard, served by the controller
+        "AuthAltTypes=auth/jwt",  # scontrol token: tokens for the REST API
     ]
     if tls:  # a CA and one certificate for the daemons, all on loopback
         from ..rpc.tls import make_local_certs
-        ca, cert, key = make_local_certs(directory, ["localhost", *names], ["127.0.0.1"])
+        ca, cert, key = make_local_certs(directory, ["localhost", *names],
+                                         ["127.0.0.1", *(["127.0.0.2"] if backup else [])])
         lines.append(f"TLSParameters=ca_cert_file={ca},cert_file={cert},cert_key_file={key}")
     gres = f" Gres=gpu:{gpus}" if gpus else ""
     for name in names:
@@ -126,19 +136,27 @@ def _spawn(args: list[str], log_path: str, pid_file: str) -> int:
 def daemons(directory: str, cfg) -> list[tuple[str, list[str]]]:
     conf = os.path.join(directory, "slurm.conf")
     out = [("controller", ["controller", "--conf", conf])]
+    if len(cfg.controller_hosts) > 1:  # a pair: each is told which SlurmctldHost= line it is
+        out = [("controller" if i == 0 else "controller-backup" + (str(i) if i > 1 else ""),
+                ["controller", "--conf", conf, "--index", str(i)])
+               for i in range(len(cfg.controller_hosts))]
     out += [(f"agent-{n}", ["agent", "--node", n, "--conf", conf]) for n in cfg.nodes]
     return out
 
 
-def up(directory: str, nodes: int, cpus: int, mem: int, gpus: int, echo=print, tls: bool = False) -> str:
+def up(directory: str, nodes: int, cpus: int, mem: int, gpus: int, echo=print, tls: bool = False,
+       backup: bool = False) -> str:
     directory = os.path.abspath(directory)
     os.makedirs(directory, exist_ok=True)
     conf = os.path.join(directory, "slurm.conf")
     if not os.path.exists(conf):
-        write_config(directory, nodes, cpus, mem, gpus, tls)
+        write_config(directory, nodes, cpus, mem, gpus, tls, backup)
     elif tls and not config_mod.load(conf).tls_ca:
         raise ConfigError(f"{conf} exists without TLSParameters: --tls applies to a new cluster "
                           f"directory (or add TLSParameters= yourself)")
+    elif backup and len(config_mod.load(conf).controller_hosts) < 2:
+        raise ConfigError(f"{conf} has one SlurmctldHost= line: --backup-controller applies to a "
+                          f"new cluster directory (or add SlurmctldHost={BACKUP_HOST} yourself)")
     cfg = config_mod.load(conf)
     publish_names(directory, cfg)
     for name, args in daemons(directory, cfg):
@@ -156,9 +174,10 @@ def metrics_urls(cfg) -> list[str]:
     """Where Prometheus scrapes this cluster, as slurm.conf says now (the operator may have
     changed or zeroed the ports)."""
     out = []
-    if cfg.metrics_port:
-        host = cfg.controller_addr or cfg.controller_host
-        out.append(f"controller metrics: http://{host}:{cfg.metrics_port}/metrics")
+    if cfg.metrics_port:  # served by the controller in control, on its own address
+        for i, target in enumerate(cfg.controller_targets):
+            name = "controller" if i == 0 else "controller-backup" + (str(i) if i > 1 else "")
+            out.append(f"{name} metrics: http://{target.rsplit(':', 1)[0]}:{cfg.metrics_port}/metrics")
     out += [f"{name} metrics: http://{n.addr}:{n.metrics_port}/metrics"
             for name, n in cfg.nodes.items() if n.metrics_port]
     return out
@@ -199,6 +218,8 @@ def _wait_ready(directory: str, cfg) -> None:
             nodes, _ = client.nodes()
             waiting = [n.config.name for n in nodes if n.state in ("UNKNOWN", "DOWN") or not n.responding]
             if not waiting:
+                for i in range(1, len(cfg.controller_hosts)):  # the backups answer too
+                    client.at(i).ping()
                 return
             last = f"nodes not up yet: {','.join(waiting)}"
         except SlurmError as e:

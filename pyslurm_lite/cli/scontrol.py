@@ -417,14 +417,49 @@ def job_action(client, action: str, args: list[str]) -> int:
 
 
 def ping(client) -> int:
+    """One line per SlurmctldHost=, as Slurm's: UP when that controller answers (in control or
+    in standby); exit 1 only when none does; root is told to restore a DOWN one."""
     from ..errors import SlurmError
-    host = client.cfg.controller_host
-    try:
-        client.ping()
-    except SlurmError:
-        print(f"Slurmctld(primary) at {host} is DOWN")
+    names = [h[0] for h in client.cfg.controller_hosts] or [client.cfg.controller_host]
+    up_any, down_any = False, False
+    for i, name in enumerate(names):
+        mode = "primary" if i == 0 else "backup" if len(names) == 2 else f"backup{i}"
+        try:
+            client.at(i).ping()
+            up = True
+        except SlurmError:
+            up = False
+        up_any, down_any = up_any or up, down_any or not up
+        print(f"Slurmctld({mode}) at {name} is {'UP' if up else 'DOWN'}")
+    if down_any and os.getuid() == 0:
+        print("*****************************************\n"
+              "** RESTORE SLURMCTLD DAEMON TO SERVICE **\n"
+              "*****************************************")
+    return 0 if up_any else 1
+
+
+def takeover(client, args: list[str]) -> int:
+    """scontrol takeover [INDEX]: backup INDEX (default 1) takes control once the one in
+    control steps down. Silent on success; Slurm's messages otherwise."""
+    from ..errors import SlurmError
+    count = len(client.cfg.controller_hosts)
+    index = 1
+    if len(args) > 1:
+        sys.stderr.write("takeover: too many arguments\n")
         return 1
-    print(f"Slurmctld(primary) at {host} is UP")
+    if args:
+        index = int(args[0]) if re.fullmatch(r"\d+", args[0]) else 0  # atoi, as Slurm's
+        if not 1 <= index < count:
+            sys.stderr.write(f"takeover: invalid backup controller index ({index})\n")
+            return 1
+    elif count < 2:
+        sys.stderr.write("takeover: no backup controller defined\n")
+        return 1
+    try:
+        client.at(index).takeover()
+    except SlurmError as e:
+        sys.stderr.write(f"slurm_takeover error: {e.message}\n")
+        return 1
     return 0
 
 
@@ -450,6 +485,44 @@ def show_reservation(client, ns, arg: str | None) -> int:
 def show_config(client, ns, arg: str | None) -> int:
     from .showconfig import show_config as show
     return show(client, ns, arg)
+
+
+def _token_args(args: list[str]) -> tuple[int, str] | None:
+    """lifespan=N|infinite and username=NAME, as Slurm's _fetch_token reads them."""
+    lifespan, user_name = 0, ""
+    for arg in args:
+        key, eq, value = arg.partition("=")
+        if key.lower() == "lifespan" and eq:
+            if value.lower() in ("infinite", "unlimited"):
+                lifespan = 2**31 - 2  # Slurm's INT_MAX - 1; the controller says its cap
+            elif value.isdigit() and 0 < int(value) < 2**31 - 1:
+                lifespan = int(value)
+            else:
+                fail(PROG, f'Invalid numeric value "{value}" for lifespan.')
+        elif key.lower() == "username" and eq:
+            user_name = value
+        else:
+            sys.stderr.write(f"Invalid option: `{arg}`\n")
+            return None
+    return lifespan, user_name
+
+
+def token(client, args: list[str]) -> int:
+    """token [lifespan=N] [username=NAME]: a JWT for AuthAltTypes=auth/jwt (X-SLURM-USER-TOKEN)."""
+    from ..errors import ControllerUnreachable, SlurmError
+    parsed = _token_args(args)
+    if parsed is None:
+        return 1
+    pb = client._pb()
+    try:
+        reply = client._call("IssueToken", pb.IssueTokenRequest(user_name=parsed[1],
+                                                                lifespan=parsed[0]))
+    except ControllerUnreachable as e:
+        fail(PROG, f"slurm_fetch_token: error receiving response: {e.message}")
+    except SlurmError as e:
+        fail(PROG, f"slurm_fetch_token: error with request: {e.message}")
+    print(f"SLURM_JWT={reply.token}")
+    return 0
 
 
 SHOW = {"config": show_config, "configuration": show_config, "job": show_job, "jobs": show_job, "node": show_node, "nodes": show_node,
@@ -483,7 +556,7 @@ def main_args(argv: list[str]) -> int:
     ns = p.parse_intermixed_args(argv)
     if not ns.command:
         fail(PROG, "a command is required: show, update, hold, uhold, release, requeue, "
-                   "requeuehold, create, delete, ping, version")
+                   "requeuehold, create, delete, ping, takeover, token, version")
     from ..client import Client
     cmd = ns.command.lower()
     if cmd == "show":
@@ -494,10 +567,14 @@ def main_args(argv: list[str]) -> int:
         return job_action(Client(), cmd, ns.args)
     if cmd == "ping":
         return ping(Client(timeout=5.0))
+    if cmd == "takeover":
+        return takeover(Client(timeout=10.0), ns.args)
     if cmd == "version":  # the client's version, asking nothing of the controller (as Slurm's)
         from .usage import VERSION_LINE
         sys.stdout.write(VERSION_LINE)
         return 0
+    if len(cmd) >= 3 and "token".startswith(cmd):  # Slurm takes "tok" and up
+        return token(Client(), ns.args)
     if cmd in ("create", "delete"):
         from . import reservation
         if cmd == "create" and (not ns.args or ns.args[0].lower() not in ("reservation", "res")):

@@ -41,10 +41,19 @@ def _null(text) -> str:
     return str(text) if text not in (None, "", []) else "(null)"
 
 
+def _controller_hosts(cfg) -> dict[str, str]:
+    """SlurmctldHost[i] for every controller, as name(addr[:port]) the way slurm.conf says it."""
+    hosts = cfg.controller_hosts or [(cfg.controller_host, cfg.controller_addr, 0)]
+    out = {}
+    for i, (name, addr, port) in enumerate(hosts):
+        where = addr + (f":{port}" if port else "") if addr else (f"{name}:{port}" if port else "")
+        out[f"SlurmctldHost[{i}]"] = name + (f"({where})" if where else "")
+    return out
+
+
 def settings(cfg, boot_time: float) -> dict[str, str]:
     """Slurm key -> value text."""
     auth = f"socket={cfg.auth_socket},cred_expire={cfg.cred_expire},ttl={cfg.token_ttl}"
-    host = cfg.controller_host + (f"({cfg.controller_addr})" if cfg.controller_addr else "")
     out = {
         "AdminUsers": _null(",".join(cfg.admin_users)),
         "AuthInfo": auth, "AuthType": "auth/slurm",
@@ -70,7 +79,8 @@ def settings(cfg, boot_time: float) -> dict[str, str]:
                                               for k, v in cfg.scheduler_parameters.items())),
         "SchedulerType": cfg.extra.get("schedulertype", "sched/backfill"),
         "SelectType": "select/cons_tres", "SlurmUser": _user(cfg.slurm_user),
-        "SlurmctldHost[0]": host, "SlurmctldPort": str(cfg.controller_port),
+        **_controller_hosts(cfg), "SlurmctldPort": str(cfg.controller_port),
+        "SlurmctldTimeout": _sec(cfg.slurmctld_timeout),
         "SlurmdPort": str(cfg.slurmd_port), "SlurmdSpoolDir": _null(cfg.slurmd_spool_dir),
         "SlurmdTimeout": _sec(cfg.slurmd_timeout),
         "StateSaveLocation": cfg.state_save_location, "TaskPlugin": cfg.task_plugin,
@@ -124,6 +134,16 @@ def show_config(client, ns, arg) -> int:
         import time
         now, boot, up = time.time(), 0.0, False
     text = lines(client.cfg, now, boot)
-    text += ["", f"Slurmctld(primary) at {client.cfg.controller_host} is {'UP' if up else 'DOWN'}"]
+    text.append("")
+    names = [h[0] for h in client.cfg.controller_hosts] or [client.cfg.controller_host]
+    for i, name in enumerate(names):  # each controller asked alone, as scontrol ping does
+        if len(names) > 1:  # diag went to whichever answered
+            try:
+                client.at(i).ping()
+                up = True
+            except SlurmError:
+                up = False
+        mode = "primary" if i == 0 else "backup" if len(names) == 2 else f"backup{i}"
+        text.append(f"Slurmctld({mode}) at {name} is {'UP' if up else 'DOWN'}")
     sys.stdout.write("\n".join(text) + "\n")
     return 0

@@ -178,7 +178,8 @@ USAGE = {
 USAGE_IS_HELP = frozenset({"scontrol", "sshare"})
 # scontrol's commands we carry out; the others are dropped from its help.
 SCONTROL_COMMANDS = frozenset({"show", "update", "hold", "uhold", "release", "requeue",
-                               "requeuehold", "create", "delete", "ping"})
+                               "requeuehold", "create", "delete", "ping", "takeover",
+                               "token"})
 
 
 class Options:

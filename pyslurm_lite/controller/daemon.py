@@ -57,9 +57,12 @@ PRIORITY_CALC_PERIOD = 5.0  # seconds between multifactor priority recalculation
 
 
 class Controller:
-    def __init__(self, cfg, clock=time.time):
+    def __init__(self, cfg, clock=time.time, index: int = 0, lease=None):
         self.cfg = cfg
+        self.index = index  # which SlurmctldHost= line this controller is (0: the primary)
         self.store = Store(cfg.db_url, clock)
+        if lease is not None:  # one of a pair: no write commits once another holds the lease
+            self.store.fence = lease.fence
         self.state = ClusterState(cfg, self.store, clock)
         self.jobs = JobManager(self.state)
         self.timers = JobTimers(self.jobs)
@@ -74,6 +77,7 @@ class Controller:
         self.idle_gpus = IdleGpuMonitor(self.state, self.jobs, self.notifier)
         self.stop = threading.Event()
         self.server = None
+        self.rest = None  # the HTTP server on RestPort (restd), while in control
         self.metrics = ControllerMetrics(self.state) if cfg.metrics_port else None  # MetricsPort=0: off
         self._priorities_at = 0.0
         self.sched_config = sched_config(cfg)
@@ -171,12 +175,16 @@ class Controller:
 
     def authenticator(self, keyring: keys.KeyRing) -> authn.Authenticator:
         """User tokens for every user command, a node's daemon token for the agents' reports."""
+        from ..rpc import jwt
         cfg, replays = self.cfg, tokens.Replays()
+        check_jwt = jwt.acceptor(cfg)  # AuthAltTypes=auth/jwt: reads (or makes) its key now
 
         def check_user(token: str) -> tokens.UserIdentity:
             if not token:
                 raise tokens.AuthError("no authentication token in the call: is this client "
                                        "older than the controller?")
+            if jwt.looks_like_jwt(token):  # scontrol token's, or the REST server's caller's
+                return check_jwt(token)
             return tokens.verify_user_token(token, keyring.key_for, cfg.cluster_name,
                                             tokens.CONTROLLER, replays)
 
@@ -219,20 +227,22 @@ class Controller:
         if not keyring.is_cluster:
             raise ConfigError(f"{self.cfg.key_path} holds the key of {keyring.scope}: the controller "
                               f"needs the cluster key")
+        # the address its SlurmctldHost= line names, not every interface
+        address = self.cfg.controller_targets[self.index]
         if self.metrics:  # before the gRPC server: a port in use fails start-up cleanly
-            self.metrics.serve(self.cfg.controller_addr or self.cfg.controller_host, self.cfg.metrics_port)
+            self.metrics.serve(address.rsplit(":", 1)[0], self.cfg.metrics_port)
         self.dispatch.keyring = self.steps.keyring = keyring
         self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=16), options=SERVER_OPTIONS,
                                   interceptors=[*([self.metrics.rpc_timer()] if self.metrics else []),
                                                 self.authenticator(keyring)])
         servicer = ControllerServicer(self.state, self.jobs, self.nodes, self.dispatch, self.steps,
                                       self.reservations, priorities=self.priorities)
+        servicer.index = self.index
         self.server.add_generic_rpc_handlers((servicer.raw_handlers(),))  # before the generated
         controller_pb2_grpc.add_ControllerServicer_to_server(servicer, self.server)
-        # the address SlurmctldHost names, not every interface
-        host = self.cfg.controller_addr or self.cfg.controller_host
-        port = bind_port(self.server, bind or f"{host}:{self.cfg.controller_port}", self.cfg)
+        port = bind_port(self.server, bind or address, self.cfg)
         self.server.start()
+        self.rest = start_rest(self.cfg, address.rsplit(":", 1)[0], fatal=self.store.fence is None)
         self.authsock = self.auth_socket(keyring)
         self.authsock.start()
         for loop in (self._scheduler_loop, self._monitor_loop):
@@ -253,6 +263,8 @@ class Controller:
         self.dispatch.close()
         if self.metrics:
             self.metrics.close()
+        if self.rest is not None:
+            self.rest.close()
         self.store.close()
 
 
@@ -272,8 +284,33 @@ def sched_config(cfg) -> SchedConfig:
                        preempt_mode=cfg.preempt_mode, preempt_exempt_time=cfg.preempt_exempt_time)
 
 
-def main(conf_path: str | None = None, pid_file: str | None = None) -> None:
+def start_rest(cfg, host: str, fatal: bool):
+    """The HTTP server on RestPort (slurmrestd's API and the dashboard) on this controller's
+    address, or None (RestPort=0). A port in use fails a lone controller's start-up; one of a
+    pair takes control without it (said in its log) rather than leave the cluster with none."""
+    if not cfg.rest_port:
+        return None
+    try:
+        from ..restd.server import start_rest as start
+    except ImportError as e:  # restd not installed with this build: say so, never silently
+        log.warning("RestPort=%d: the REST server is not available (%s)", cfg.rest_port, e)
+        return None
+    try:
+        return start(cfg, host)
+    except ConfigError as e:
+        if fatal:
+            raise
+        log.error("%s: in control without the REST API", e.message)
+        return None
+
+
+def main(conf_path: str | None = None, pid_file: str | None = None,
+         index: int | None = None) -> None:
     cfg = config_mod.load(conf_path)
+    if len(cfg.controller_hosts) > 1:  # a pair: standby until it holds the control lease
+        from . import standby
+        standby.main(cfg, index, pid_file)
+        return
     ctl = Controller(cfg)
     ctl.start()
     wait_for_stop(pid_file)

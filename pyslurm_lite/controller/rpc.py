@@ -14,9 +14,9 @@ from ..rpc import wire
 from .._proto import controller_pb2 as pb, controller_pb2_grpc, types_pb2
 from ..model import ForeignGpu, GpuDevice, GpuFault, JobSpec, Reservation, UsageSample
 from ..errors import PermissionDenied, Unauthenticated
-from ..rpc import authn
+from ..rpc import authn, jwt
 from ..rpc.grpcutil import rpc_method
-from . import accounting
+from . import accounting, token_mgr
 from .auth import allowed, require
 from .dispatch import Dispatcher
 from .job_mgr import Caller, Ending, JobFilter, JobManager
@@ -114,10 +114,19 @@ class ControllerServicer(controller_pb2_grpc.ControllerServicer):
             request_deserializer=pb.GetJobsRequest.FromString, response_serializer=lambda b: b)
         return grpc.method_handlers_generic_handler("pyslurm_lite.v1.Controller", {"GetJobs": handler})
 
+    index = 0  # which SlurmctldHost= line this controller is (the daemon sets it)
+
     @rpc_method
     def Ping(self, request, context):
         return pb.PingReply(cluster_name=self.s.cfg.cluster_name, instance=self.s.instance,
-                            now=self.s.clock())
+                            now=self.s.clock(), index=self.index, active=True)
+
+    @rpc_method
+    def Takeover(self, request, context):
+        """scontrol takeover asked of the controller in control: nothing to do (as Slurm's)."""
+        if not self._caller().operator:
+            raise PermissionDenied("Access/permission denied: takeover is for operators")
+        return pb.TakeoverReply(message="already in control")
 
     @rpc_method
     def SubmitJob(self, request, context):
@@ -137,6 +146,13 @@ class ControllerServicer(controller_pb2_grpc.ControllerServicer):
         reply = pb.GetJobsReply(now=self.s.clock())
         reply.jobs.extend(self._job_msg(j) for j in jobs)
         return reply
+
+    @rpc_method
+    def IssueToken(self, request, context):
+        caller, who = self._caller(), authn.principal()
+        got = token_mgr.issue(self.s.cfg, caller, who.user.issuer == jwt.ISSUER, request.user_name,
+                              request.lifespan, self.s.clock())
+        return pb.IssueTokenReply(token=got.token, expires=got.expires, user_name=got.user_name)
 
     @rpc_method
     def GetJobHistory(self, request, context):

@@ -1,17 +1,22 @@
-"""Durable controller state in a SQL database through SQLAlchemy (SQLite by default).
+"""Durable controller state in a SQL database through SQLAlchemy: SQLite by default, PostgreSQL
+(psycopg 3) through DatabaseURL=postgresql+psycopg://...
 
-Owns: the schema (versioned in `meta`), the engine, and every read and write of state. ORM or
-row objects never leave this module: callers get and give model dataclasses. A job row holds
-queryable columns (for accounting and the restart scan) and the whole Job as a protobuf blob, so
-a new field needs no migration; rows are kept for ever (sacct reads them), and an earlier run of
-a requeued job is kept in job_runs. Must not: decide anything; it only records.
+Owns: the schema (its versions and their migrations: migrations.py), the engine, and every
+read and write of state. ORM or row objects never leave this module: callers get and give model
+dataclasses. A job row holds queryable columns (for accounting and the restart scan) and the
+whole Job as a protobuf blob, so a new field needs no migration; rows are kept for ever (sacct
+reads them), and an earlier run of a requeued job is kept in job_runs. Must not: decide
+anything; it only records.
 
 SQLite is used with WAL (readers never block the writer), a busy timeout and synchronous=NORMAL:
 a commit survives the controller being killed (-9), which is the failure we promise to survive.
+Statements are kept to what both dialects do alike: upserts are update-then-insert, every list
+is read in a stated order, and PostgreSQL's stricter types are chosen per dialect (_Str, _Int).
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -24,25 +29,35 @@ from ..rpc import wire
 from .._proto import types_pb2
 from ..errors import ConfigError, StaleState
 from ..model import Job, Reservation
+from . import migrations
 
-SCHEMA_VERSION = 1  # bump with a migration when a table changes
+SCHEMA_VERSION = migrations.LATEST  # a table changes only through a new migration there
+CONNECT_TIMEOUT = 10  # seconds to reach a database server before giving up with its reason
 
 metadata = sa.MetaData()
+# PostgreSQL enforces VARCHAR(n) where SQLite never did: a job name or node reason as long as a
+# user made it must not fail there alone, so strings are TEXT on PostgreSQL (SQLite's DDL is as
+# it was). uid and job ids are 64-bit on PostgreSQL, as every integer is in SQLite.
+def _Str(length: int) -> sa.types.TypeEngine:  # noqa: N802 (read as a type, like sa.String)
+    return sa.String(length).with_variant(sa.Text(), "postgresql")
+
+
+_Int = sa.Integer().with_variant(sa.BigInteger(), "postgresql")
 
 meta_table = sa.Table(
     "meta", metadata,
-    sa.Column("key", sa.String(64), primary_key=True),
-    sa.Column("value", sa.String(256), nullable=False),
+    sa.Column("key", _Str(64), primary_key=True),
+    sa.Column("value", _Str(256), nullable=False),
 )
 
 jobs_table = sa.Table(
     "jobs", metadata,
     sa.Column("job_id", sa.BigInteger, primary_key=True, autoincrement=False),
-    sa.Column("state", sa.String(16), nullable=False),
-    sa.Column("user_name", sa.String(64), nullable=False),
-    sa.Column("uid", sa.Integer, nullable=False),
-    sa.Column("partition", sa.String(64), nullable=False),
-    sa.Column("name", sa.String(256), nullable=False),
+    sa.Column("state", _Str(16), nullable=False),
+    sa.Column("user_name", _Str(64), nullable=False),
+    sa.Column("uid", _Int, nullable=False),
+    sa.Column("partition", _Str(64), nullable=False),
+    sa.Column("name", _Str(256), nullable=False),
     sa.Column("submit_time", sa.Float, nullable=False),
     sa.Column("start_time", sa.Float, nullable=False, default=0.0),
     sa.Column("end_time", sa.Float, nullable=False, default=0.0),
@@ -50,10 +65,11 @@ jobs_table = sa.Table(
     # the restart scan loads unfinished jobs; accounting filters by state and time
     sa.Index("ix_jobs_state_for_restart_scan", "state"),
     sa.Index("ix_jobs_user_for_sacct", "user_name", "submit_time"),
+    sa.Index("ix_jobs_end_time_for_sacct", "end_time"),  # schema version 2
 )
 
 # What only the launch needs, kept out of the jobs' blobs so thousands of pending jobs cost
-# little memory and squeue moves little data.
+# little memory and squeue moves little data. Schema version 2.
 scripts_table = sa.Table(
     "job_scripts", metadata,
     sa.Column("job_id", sa.BigInteger, sa.ForeignKey("jobs.job_id"), primary_key=True,
@@ -64,22 +80,21 @@ scripts_table = sa.Table(
 
 nodes_table = sa.Table(
     "nodes", metadata,
-    sa.Column("name", sa.String(64), primary_key=True),
+    sa.Column("name", _Str(64), primary_key=True),
     sa.Column("drain", sa.Boolean, nullable=False, default=False),
     sa.Column("down", sa.Boolean, nullable=False, default=False),
-    sa.Column("reason", sa.String(256), nullable=False, default=""),
+    sa.Column("reason", _Str(256), nullable=False, default=""),
     sa.Column("reason_time", sa.Float, nullable=False, default=0.0),
 )
 
 # Fair share's memory: TRES-seconds per association (account, user) and TRES ("billing" is
 # Slurm's RawUsage), decayed to `updated` (priority/multifactor; controller/usage.py). Replaces
-# the per-user "usage" table of CPU-seconds, left alone in older databases. Added after schema
-# version 1 without a bump: create_all adds the tables to older databases unchanged.
+# the per-user "usage" table of CPU-seconds, left alone in older databases. Schema version 2.
 usage_table = sa.Table(
     "assoc_usage", metadata,
-    sa.Column("account", sa.String(64), primary_key=True),
-    sa.Column("user_name", sa.String(64), primary_key=True),
-    sa.Column("tres", sa.String(64), primary_key=True),
+    sa.Column("account", _Str(64), primary_key=True),
+    sa.Column("user_name", _Str(64), primary_key=True),
+    sa.Column("tres", _Str(64), primary_key=True),
     sa.Column("seconds", sa.Float, nullable=False),
     sa.Column("updated", sa.Float, nullable=False),
 )
@@ -88,22 +103,21 @@ usage_table = sa.Table(
 # time is charged twice, across a controller restart too.
 charged_table = sa.Table(
     "usage_charged", metadata,
-    sa.Column("job_id", sa.Integer, primary_key=True),
+    sa.Column("job_id", _Int, primary_key=True, autoincrement=False),
     sa.Column("charged_until", sa.Float, nullable=False),
 )
 
-# Advance reservations (scontrol create reservation), as protobuf blobs like jobs. Added after
-# schema version 1 without a bump: create_all adds the table to older databases unchanged.
+# Advance reservations (scontrol create reservation), as protobuf blobs like jobs. Schema
+# version 2, as every table below.
 reservations_table = sa.Table(
     "reservations", metadata,
-    sa.Column("name", sa.String(128), primary_key=True),
+    sa.Column("name", _Str(128), primary_key=True),
     sa.Column("end_time", sa.Float, nullable=False),
     sa.Column("data", sa.LargeBinary, nullable=False),
 )
 
 # Earlier runs of requeued jobs (sacct -D), archived by save_jobs when it sees a job's restart
-# count grow: the row as it stood before the requeue, and when that run ended. Added after schema
-# version 1 without a bump, as reservations were.
+# count grow: the row as it stood before the requeue, and when that run ended.
 runs_table = sa.Table(
     "job_runs", metadata,
     sa.Column("job_id", sa.BigInteger, primary_key=True, autoincrement=False),
@@ -114,21 +128,21 @@ runs_table = sa.Table(
 
 # Accounting (sacctmgr; controller/assoc.py): associations (an account when user_name is "",
 # else a user in an account), users' default accounts, and QOS. Limits and lists are JSON, so a
-# new one needs no migration. Added after schema version 1 without a bump, as reservations were.
+# new one needs no migration.
 acct_assoc_table = sa.Table(
     "acct_assoc", metadata,
-    sa.Column("account", sa.String(64), primary_key=True),
-    sa.Column("user_name", sa.String(64), primary_key=True),
+    sa.Column("account", _Str(64), primary_key=True),
+    sa.Column("user_name", _Str(64), primary_key=True),
     sa.Column("data", sa.Text, nullable=False),
 )
 acct_users_table = sa.Table(
     "acct_users", metadata,
-    sa.Column("user_name", sa.String(64), primary_key=True),
-    sa.Column("default_account", sa.String(64), nullable=False),
+    sa.Column("user_name", _Str(64), primary_key=True),
+    sa.Column("default_account", _Str(64), nullable=False),
 )
 acct_qos_table = sa.Table(
     "acct_qos", metadata,
-    sa.Column("name", sa.String(64), primary_key=True),
+    sa.Column("name", _Str(64), primary_key=True),
     sa.Column("data", sa.Text, nullable=False),
 )
 
@@ -138,16 +152,16 @@ acct_qos_table = sa.Table(
 outbox_table = sa.Table(
     "outbox", metadata,
     sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
-    sa.Column("key", sa.String(256), nullable=False, unique=True),
+    sa.Column("key", _Str(256), nullable=False, unique=True),
     sa.Column("job_id", sa.BigInteger, nullable=False),
-    sa.Column("channel", sa.String(16), nullable=False),  # mail | smtp | webhook
-    sa.Column("target", sa.String(1024), nullable=False),  # recipient or URL
+    sa.Column("channel", _Str(16), nullable=False),  # mail | smtp | webhook
+    sa.Column("target", _Str(1024), nullable=False),  # recipient or URL
     sa.Column("payload", sa.Text, nullable=False),  # JSON: subject, body, environment, ...
     sa.Column("attempts", sa.Integer, nullable=False, default=0),
     sa.Column("next_at", sa.Float, nullable=False),
     sa.Column("created", sa.Float, nullable=False),
     sa.Column("sent", sa.Float, nullable=False, default=0.0),  # 0: not yet
-    sa.Column("error", sa.String(512), nullable=False, default=""),
+    sa.Column("error", _Str(512), nullable=False, default=""),
     sa.Index("ix_outbox_sent_next_at_for_worker", "sent", "next_at"),
 )
 OUTBOX_FIELDS = ("key", "job_id", "channel", "target", "payload")
@@ -170,35 +184,83 @@ def _sqlite_pragmas(dbapi_conn, _record) -> None:
     cur.close()
 
 
+def open_engine(url: str, create: bool = True) -> sa.Engine:
+    """The engine for DatabaseURL: SQLite's file made (private) unless not `create`, and its
+    pragmas set; a server's connections checked before use and given CONNECT_TIMEOUT. A
+    malformed URL or a missing driver is a ConfigError (the password never shown)."""
+    try:
+        parsed = sa.engine.make_url(url)
+    except sa.exc.ArgumentError:
+        raise ConfigError("DatabaseURL: not a database URL (sqlite:///PATH or "
+                          "postgresql+psycopg://USER:PASSWORD@HOST:PORT/DATABASE)") from None
+    backend, options = parsed.get_backend_name(), {}
+    if backend == "sqlite" and create:
+        _private_sqlite_file(parsed.database)
+    else:
+        # a server may drop idle connections (restart, failover): test each before use
+        options["pool_pre_ping"] = True
+    if backend == "postgresql":
+        options["connect_args"] = {"connect_timeout": CONNECT_TIMEOUT}
+    try:
+        engine = sa.create_engine(parsed, **options)
+    except (ImportError, sa.exc.NoSuchModuleError) as e:
+        raise ConfigError(f"DatabaseURL={parsed.render_as_string(hide_password=True)}: its driver "
+                          f"is not installed ({e}); PostgreSQL is postgresql+psycopg://... with "
+                          f"psycopg 3 (pip install 'psycopg[binary]')") from None
+    if backend == "sqlite":
+        sa.event.listen(engine, "connect", _sqlite_pragmas)
+    return engine
+
+
+def _private_sqlite_file(database: str | None) -> None:
+    if not database or database == ":memory:":
+        return
+    path = os.path.abspath(database)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    # Job scripts and environments are private: the file (and the -wal/-shm files SQLite
+    # creates with the same mode) is readable by the controller's user alone.
+    os.close(os.open(path, os.O_CREAT | os.O_RDWR, 0o600))
+    os.chmod(path, 0o600)
+
+
+@contextlib.contextmanager
+def reaching(engine: sa.Engine):
+    """A database that cannot be reached (server down, wrong password, no such database) is a
+    ConfigError with the driver's first line of reason, never a traceback or the password."""
+    try:
+        yield
+    except sa.exc.DBAPIError as e:
+        url = engine.url
+        lines = str(e.orig).strip().splitlines()
+        reason = lines[0] if lines else type(e.orig).__name__
+        if url.password:
+            reason = reason.replace(str(url.password), "***")
+        raise ConfigError(f"state database {url.render_as_string(hide_password=True)}: "
+                          f"{reason}") from None
+
+
 class Store:
     """All durable state. Thread-safe: writes are serialized by one lock."""
 
     def __init__(self, url: str, clock=time.time):
-        if url.startswith("sqlite:///"):
-            path = os.path.abspath(url[len("sqlite:///"):])
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            # Job scripts and environments are private: the file (and the -wal/-shm files SQLite
-            # creates with the same mode) is readable by the controller's user alone.
-            os.close(os.open(path, os.O_CREAT | os.O_RDWR, 0o600))
-            os.chmod(path, 0o600)
-        self.engine = sa.create_engine(url, future=True)
-        if self.engine.dialect.name == "sqlite":
-            sa.event.listen(self.engine, "connect", _sqlite_pragmas)
+        self.engine = open_engine(url)
         self._lock = threading.Lock()
+        # fence(conn): called inside every write transaction before it commits; raises to abort
+        # it (a controller that lost its lease must not write: controller/lease.py)
+        self.fence = None
         self.clock = clock  # when a requeued run ended, for the archive
         self._runs_seen: dict[int, int] = {}  # job id -> restart count whose run is archived
         self._group = GroupCommit(self._insert_rows)
-        metadata.create_all(self.engine)
-        self._check_schema()
+        with reaching(self.engine):
+            migrations.upgrade(self.engine)
 
-    def _check_schema(self) -> None:
+    @contextlib.contextmanager
+    def _write(self):
+        """A write transaction, fenced: it commits only while self.fence lets it."""
         with self.engine.begin() as conn:
-            row = conn.execute(sa.select(meta_table.c.value).where(meta_table.c.key == "schema_version")).first()
-            if row is None:
-                conn.execute(meta_table.insert().values(key="schema_version", value=str(SCHEMA_VERSION)))
-            elif int(row[0]) != SCHEMA_VERSION:
-                raise ConfigError(f"state database has schema version {row[0]}, this controller "
-                                  f"knows {SCHEMA_VERSION}")
+            yield conn
+            if self.fence is not None:
+                self.fence(conn)
 
     # ---- meta ---------------------------------------------------------------------------------
     def get_meta(self, key: str, default: str = "") -> str:
@@ -230,7 +292,7 @@ class Store:
         self._group.commit(rows)
 
     def _insert_rows(self, rows: list[tuple[dict, dict]]) -> None:
-        with self._lock, self.engine.begin() as conn:
+        with self._lock, self._write() as conn:
             conn.execute(jobs_table.insert(), [r[0] for r in rows])
             conn.execute(scripts_table.insert(), [r[1] for r in rows])
 
@@ -248,7 +310,7 @@ class Store:
         rows = [self._row(j) for j in jobs]
         for r in rows:
             r["b_job_id"] = r.pop("job_id")
-        with self._lock, self.engine.begin() as conn:
+        with self._lock, self._write() as conn:
             self._archive_requeued_runs(conn, jobs)
             conn.execute(_UPDATE_JOB, rows)
             if outbox:
@@ -337,7 +399,7 @@ class Store:
         """Write associations' usage (TRES-seconds, already decayed to `now` and charged by the
         caller) and the jobs' new charged-until marks in one transaction; `forget` drops the
         marks of jobs that can no longer be charged."""
-        with self._lock, self.engine.begin() as conn:
+        with self._lock, self._write() as conn:
             for (account, user), per_tres in usage.items():
                 for tres, seconds in per_tres.items():
                     key = ((usage_table.c.account == account) & (usage_table.c.user_name == user)
@@ -371,7 +433,7 @@ class Store:
     def save_reservation(self, resv: Reservation) -> None:
         """Insert a new reservation; StaleState if the name is taken."""
         blob = wire.to_msg(resv, types_pb2.Reservation).SerializeToString()
-        with self._lock, self.engine.begin() as conn:
+        with self._lock, self._write() as conn:
             if conn.execute(sa.select(reservations_table.c.name)
                             .where(reservations_table.c.name == resv.name)).first():
                 raise StaleState(f"Reservation {resv.name} already exists")
@@ -379,13 +441,14 @@ class Store:
                                                             data=blob))
 
     def delete_reservation(self, name: str) -> bool:
-        with self._lock, self.engine.begin() as conn:
+        with self._lock, self._write() as conn:
             return conn.execute(reservations_table.delete()
                                 .where(reservations_table.c.name == name)).rowcount > 0
 
     def load_reservations(self) -> list[Reservation]:
         with self.engine.connect() as conn:
-            rows = conn.execute(sa.select(reservations_table.c.data)).all()
+            rows = conn.execute(sa.select(reservations_table.c.data)
+                                .order_by(reservations_table.c.name)).all()
         out = []
         for (blob,) in rows:
             msg = types_pb2.Reservation()
@@ -397,7 +460,7 @@ class Store:
     def add_outbox(self, rows: list[dict]) -> None:
         """Queue notifications (OUTBOX_FIELDS); one whose key is queued already is skipped."""
         if rows:
-            with self._lock, self.engine.begin() as conn:
+            with self._lock, self._write() as conn:
                 _queue_outbox(conn, rows, self.clock())
 
     def due_outbox(self, now: float, limit: int = 50) -> list[dict]:
@@ -415,32 +478,33 @@ class Store:
             return conn.execute(sa.select(sa.func.min(c.next_at)).where(c.sent == 0)).scalar()
 
     def outbox_sent(self, row_id: int, now: float) -> None:
-        with self._lock, self.engine.begin() as conn:
+        with self._lock, self._write() as conn:
             conn.execute(outbox_table.update().where(outbox_table.c.id == row_id)
                          .values(sent=now, error=""))
 
     def outbox_retry(self, row_id: int, attempts: int, next_at: float, error: str) -> None:
-        with self._lock, self.engine.begin() as conn:
+        with self._lock, self._write() as conn:
             conn.execute(outbox_table.update().where(outbox_table.c.id == row_id)
                          .values(attempts=attempts, next_at=next_at, error=error[:512]))
 
     def prune_outbox(self, sent_before: float) -> None:
         """Forget notifications sent before then (their keys no longer guard repeats)."""
         c = outbox_table.c
-        with self._lock, self.engine.begin() as conn:
+        with self._lock, self._write() as conn:
             conn.execute(outbox_table.delete().where((c.sent > 0) & (c.sent < sent_before)))
 
     # ---- nodes --------------------------------------------------------------------------------
     def save_node(self, name: str, drain: bool, down: bool, reason: str, reason_time: float) -> None:
         values = {"drain": drain, "down": down, "reason": reason, "reason_time": reason_time}
-        with self._lock, self.engine.begin() as conn:
+        with self._lock, self._write() as conn:
             updated = conn.execute(nodes_table.update().where(nodes_table.c.name == name).values(values))
             if updated.rowcount == 0:
                 conn.execute(nodes_table.insert().values(name=name, **values))
 
     def load_nodes(self) -> dict[str, dict]:
         with self.engine.connect() as conn:
-            return {r.name: dict(r._mapping) for r in conn.execute(sa.select(nodes_table))}
+            return {r.name: dict(r._mapping)
+                    for r in conn.execute(sa.select(nodes_table).order_by(nodes_table.c.name))}
 
     # ---- accounting (controller/assoc.py) -----------------------------------------------------
     def load_accounting(self) -> tuple[list, dict[str, str], list]:
@@ -448,16 +512,18 @@ class Store:
         from .. import model
         with self.engine.connect() as conn:
             assocs = [_assoc_from(r.account, r.user_name, r.data)
-                      for r in conn.execute(sa.select(acct_assoc_table))]
+                      for r in conn.execute(sa.select(acct_assoc_table).order_by(
+                          acct_assoc_table.c.account, acct_assoc_table.c.user_name))]
             users = {r.user_name: r.default_account for r in conn.execute(sa.select(acct_users_table))}
-            qos = [model.Qos(**json.loads(r.data)) for r in conn.execute(sa.select(acct_qos_table))]
+            qos = [model.Qos(**json.loads(r.data))
+                   for r in conn.execute(sa.select(acct_qos_table).order_by(acct_qos_table.c.name))]
         return assocs, users, qos
 
     def save_accounting(self, assocs=(), users=None, qos=(), drop_assocs=(), drop_users=(),
                         drop_qos=()) -> None:
         """One sacctmgr change, all of it or nothing: rows written, then rows dropped."""
         t_a, t_u, t_q = acct_assoc_table, acct_users_table, acct_qos_table
-        with self._lock, self.engine.begin() as conn:
+        with self._lock, self._write() as conn:
             for a in assocs:
                 conn.execute(t_a.delete().where((t_a.c.account == a.account) & (t_a.c.user_name == a.user)))
                 conn.execute(t_a.insert().values(account=a.account, user_name=a.user,

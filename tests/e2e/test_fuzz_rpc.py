@@ -477,6 +477,9 @@ def seeds(fz: Fuzz) -> dict[tuple[str, str], list]:
                            end_time=time.time() + 86400 * 366, nodes=["node2"], users=["root"])
     return {
         ("Controller", "Ping"): [cpb.PingRequest()],
+        ("Controller", "Takeover"): [cpb.TakeoverRequest()],
+        ("Controller", "IssueToken"): [cpb.IssueTokenRequest(user_name="root", lifespan=60),
+                                       cpb.IssueTokenRequest(user_name="nobody")],
         ("Controller", "SubmitJob"): [cpb.SubmitJobRequest(spec=spec)],
         ("Controller", "SubmitJobs"): [cpb.SubmitJobsRequest(specs=[spec, spec])],
         ("Controller", "GetJobs"): [cpb.GetJobsRequest(filter=filt)],

@@ -83,7 +83,7 @@ HELP_LINES = {  # (line that must be there, verbatim) per command
 HELP_ABSENT = {  # what Slurm lists and we refuse: not shown
     "sbatch": ["Cray related options:"],
     "squeue": ["--json", "--federation", "-L, --licenses"],
-    "scontrol": ["     abort ", "     takeover "],
+    "scontrol": ["     abort "],
     "sdiag": ["--reset", "--sort-by-id"],
 }
 
