@@ -50,9 +50,16 @@ class Client:
         if self.transport not in _TRANSPORTS:
             raise SlurmError(f"unknown transport '{self.transport}'; valid: {', '.join(_TRANSPORTS)}")
         self._link = None
+        self._only: int | None = None  # at(index): that SlurmctldHost= line only
         # a JWT (scontrol token; the REST server passes its caller's) sent instead of a fresh
         # token from this host's auth socket: the controller takes the caller from it
         self.token = token
+
+    def close(self) -> None:
+        """Close the connections this client opened (a long-lived server's evicted clients)."""
+        if self._link is not None:
+            self._link.close()
+            self._link = None
 
     # ---- plumbing -----------------------------------------------------------------------------
     def _call(self, method: str, request):
@@ -67,7 +74,7 @@ class Client:
     # ---- jobs ---------------------------------------------------------------------------------
     def _link_(self):
         if self._link is None:
-            self._link = _TRANSPORTS[self.transport](self.cfg)
+            self._link = _TRANSPORTS[self.transport](self.cfg, self._only)
             self._link.token = self.token
         return self._link
 
@@ -192,11 +199,13 @@ class Client:
 
     def at(self, index: int) -> "Client":
         """A client of one controller only, SlurmctldHost= line `index` (0: the primary),
-        without failover: scontrol ping asks each in turn, takeover asks a backup."""
-        import dataclasses
-        hosts = self.cfg.controller_hosts or [(self.cfg.controller_host, self.cfg.controller_addr, 0)]
-        one = dataclasses.replace(self.cfg, controller_hosts=[hosts[index]])
-        return Client(one, timeout=self.timeout, transport=self.transport, token=self.token)
+        without failover: scontrol ping asks each in turn, takeover asks a backup. Its calls
+        carry tokens for that controller's audience (tokens.controller_audience)."""
+        if not 0 <= index < len(self.cfg.controller_targets):
+            raise IndexError(f"no SlurmctldHost line {index}")
+        one = Client(self.cfg, timeout=self.timeout, transport=self.transport, token=self.token)
+        one._only = index
+        return one
 
     # ---- reservations and fair share ----------------------------------------------------------
     def create_reservation(self, resv, node_count: int = 0, partition: str = "") -> str:
@@ -235,31 +244,47 @@ def _unreachable(target: str) -> str:
     return f"Unable to contact slurm controller (connect failure) at {target}"
 
 
-def _metadata(link) -> tuple:
-    """The caller's identity for one call: the given JWT, or a fresh token from the auth socket."""
-    from .rpc.common import AUTH_KEY, user_metadata
-    if link.token:
+def _metadata(link, k: int) -> tuple:
+    """The caller's identity for one call to the link's k-th controller: the given JWT, or a
+    fresh token from the auth socket for that controller's audience only (a token a dead
+    controller's port received is no use at the live one)."""
+    from .rpc.common import AUTH_KEY, controller_audience, user_metadata
+    if link.token is not None:  # even "": the controller refuses it, never falls back to us
         return ((AUTH_KEY, link.token),)
-    return user_metadata(link.auth_socket)
+    if link.indices[k] == 0:  # the primary's audience is user_metadata's own
+        return user_metadata(link.auth_socket)
+    return user_metadata(link.auth_socket, controller_audience(link.indices[k]))
 
 
 STANDBY = "Controller is in standby mode"  # what a controller not in control answers
 FAILOVER_PAUSE = 0.5  # seconds between rounds over every controller while none is in control
 STANDBY_EXTRA = 5.0  # seconds beyond Slurm's 1.5 x SlurmctldTimeout: our backup's start-up
+# Calls that change nothing: sent on to the next controller even after a connection dropped
+# mid-call. Any other call (SubmitJob, SubmitJobs, CreateStep, IssueToken, CreateReservation,
+# every write) may have been committed before the drop: it goes on only when it provably never
+# reached a controller in control (a connect failure, or a standby's refusal), as Slurm's
+# commands resend only then; else the caller gets "Unable to contact slurm controller" (a job
+# submitted twice would run twice).
+RESENDABLE = frozenset({"Ping", "GetJobs", "GetJobHistory", "GetNodes", "GetPartitions",
+                        "GetShares", "GetDiag", "GetReservations"})
+# grpcio's details when its channel found no connection: the call never left this process
+GRPC_UNSENT = ("failed to connect to all addresses", "DNS resolution failed")
 
 
 class _Failover:
     """The controllers a link calls, the primary first (SlurmctldHost= order). A call goes to
     the one that answered last; when it cannot be reached, or says it is in standby, the next
-    is tried. With backups configured, rounds repeat (within the call's timeout) while none is
+    is tried (a call not RESENDABLE only when it never reached this one). With backups configured, rounds repeat (within the call's timeout) while none is
     in control: up to 1.5 x SlurmctldTimeout (+ STANDBY_EXTRA) once one said "standby" (a
     backup is about to take over), else SlurmctldTimeout (as Slurm's commands wait for a
     controller to return)."""
 
     token = None
 
-    def _setup(self, cfg, connect) -> None:
-        self.targets = list(getattr(cfg, "controller_targets", None) or [cfg.controller_target])
+    def _setup(self, cfg, connect, only: int | None = None) -> None:
+        targets = list(getattr(cfg, "controller_targets", None) or [cfg.controller_target])
+        self.indices = list(range(len(targets))) if only is None else [only]  # SlurmctldHost lines
+        self.targets = [targets[i] for i in self.indices]
         self.target = self.targets[0]
         self._connect, self._conns = connect, {}
         self._current = 0
@@ -270,9 +295,10 @@ class _Failover:
             self._conns[i] = self._connect(self.targets[i])
         return self._conns[i]
 
-    def _failover(self, attempt, timeout: float):
-        """attempt(conn, seconds left) -> reply, or raises; returns the first reply, re-raises
-        the last refusal when no controller took the call in time."""
+    def _failover(self, attempt, timeout: float, method: str):
+        """attempt(conn, seconds left, k) -> reply from the k-th controller, or raises; returns
+        the first reply, re-raises the last refusal when no controller took the call in time,
+        or at once when a call not RESENDABLE may have reached one."""
         began = time.monotonic()
         standby, n = False, len(self.targets)
         while True:
@@ -280,8 +306,10 @@ class _Failover:
                 i = (self._current + k) % n
                 left = timeout - (time.monotonic() - began)
                 try:
-                    reply = attempt(self._conn(i), max(left, 0.001))
+                    reply = attempt(self._conn(i), max(left, 0.001), i)
                 except _Refused as e:
+                    if not (e.standby or e.unsent or method in RESENDABLE):
+                        raise e.error from None
                     standby = standby or e.standby
                     last = e
                     continue
@@ -295,10 +323,12 @@ class _Failover:
 
 
 class _Refused(Exception):
-    """One controller did not take the call (unreachable, or in standby): try the next."""
+    """One controller did not take the call (unreachable, or in standby): try the next. unsent:
+    it provably never reached the controller (no connection was made, or the server refused
+    the stream unseen)."""
 
-    def __init__(self, error: Exception, standby: bool):
-        self.error, self.standby = error, standby
+    def __init__(self, error: Exception, standby: bool, unsent: bool):
+        self.error, self.standby, self.unsent = error, standby, unsent
 
 
 def _unreachable_of(link) -> str:
@@ -308,26 +338,36 @@ def _unreachable_of(link) -> str:
 class _GrpcioLink(_Failover):
     """Calls through grpcio's generated stub."""
 
-    def __init__(self, cfg):
+    def __init__(self, cfg, only: int | None = None):
         from ._proto import controller_pb2_grpc
         from .rpc.grpcutil import client_channel
         self.auth_socket = cfg.auth_socket
-        self._setup(cfg, lambda target: controller_pb2_grpc.ControllerStub(client_channel(target, cfg)))
+        self._channels = []
+
+        def connect(target):
+            self._channels.append(client_channel(target, cfg))
+            return controller_pb2_grpc.ControllerStub(self._channels[-1])
+        self._setup(cfg, connect, only)
+
+    def close(self) -> None:
+        for channel in self._channels:
+            channel.close()
 
     def call(self, method: str, request, timeout: float):
         import grpc
 
         from .rpc.grpcutil import raise_domain
 
-        def attempt(stub, left):
+        def attempt(stub, left, k):
             try:
-                return getattr(stub, method)(request, timeout=left, metadata=_metadata(self))
+                return getattr(stub, method)(request, timeout=left, metadata=_metadata(self, k))
             except grpc.RpcError as e:
                 if e.code() == grpc.StatusCode.UNAVAILABLE:
-                    raise _Refused(e, e.details() == STANDBY) from None
+                    details = e.details() or ""
+                    raise _Refused(e, details == STANDBY, details.startswith(GRPC_UNSENT)) from None
                 raise
         try:
-            return self._failover(attempt, timeout)
+            return self._failover(attempt, timeout, method)
         except grpc.RpcError as e:
             raise_domain(e, _unreachable_of(self))
 
@@ -335,29 +375,35 @@ class _GrpcioLink(_Failover):
 class _H2Link(_Failover):
     """Calls through h2client: the same requests and metadata, without importing grpcio."""
 
-    def __init__(self, cfg):
+    def __init__(self, cfg, only: int | None = None):
         from .rpc.h2client import Channel
         self.auth_socket = cfg.auth_socket
         ssl_context = None
         if getattr(cfg, "tls_ca", ""):
             from .rpc.tls import ssl_context as make_context
             ssl_context = make_context(cfg)
-        self._setup(cfg, lambda target: Channel(target, ssl_context))
+        self._setup(cfg, lambda target: Channel(target, ssl_context), only)
         self.channel = self._conn(0)  # the primary's, opened lazily by its first call
+
+    def close(self) -> None:
+        for channel in self._conns.values():
+            channel.close()
 
     def _unary(self, path: str, body: bytes, timeout: float) -> bytes:
         """One call's raw reply, from whichever controller takes it; RpcFailure otherwise."""
         from .rpc.common import UNAVAILABLE
-        from .rpc.h2client import RpcFailure
+        from .rpc.h2client import RpcFailure, _Unprocessed
 
-        def attempt(channel, left):
+        def attempt(channel, left, k):
             try:
-                return channel.unary(path, body, _metadata(self), left)
+                return channel.unary(path, body, _metadata(self, k), left)
             except RpcFailure as e:
                 if e.code == UNAVAILABLE:
-                    raise _Refused(e, e.message == STANDBY) from None
+                    # no connection (h2client's _Connection says so), or refused unseen (GOAWAY)
+                    unsent = isinstance(e, _Unprocessed) or e.message.startswith("failed to connect to ")
+                    raise _Refused(e, e.message == STANDBY, unsent) from None
                 raise
-        return self._failover(attempt, timeout)
+        return self._failover(attempt, timeout, path.rsplit("/", 1)[-1])
 
     def call(self, method: str, request, timeout: float):
         from google.protobuf.message import DecodeError

@@ -186,6 +186,22 @@ def warn_ignored(cfg: Config, log) -> None:
     daemons name the keys they do not know): nothing a Slurm user wrote is dropped unsaid."""
     for item in cfg.ignored:
         log.warning("%s: not implemented by pyslurm-lite, ignored", item)
+    if exposed_database_password(cfg):
+        log.warning("%s: DatabaseURL holds a password and the file is readable by group or others "
+                    "(every command reads slurm.conf): anyone with it can write jobs that run as "
+                    "root; put the password in the controller user's ~/.pgpass (README: PostgreSQL)",
+                    cfg.path)
+
+
+def exposed_database_password(cfg: Config) -> bool:
+    """A password in DatabaseURL of a slurm.conf that users other than its owner can read."""
+    m = re.match(r"[\w+.-]+://[^/@:]*:([^/@]*)@", cfg.database_url or "")
+    if not m or not m.group(1) or not cfg.path:
+        return False
+    try:
+        return bool(os.stat(cfg.path).st_mode & 0o044)
+    except OSError:
+        return False
 
 
 def conf_path(explicit: str | None = None) -> str:

@@ -246,15 +246,22 @@ class Agent:
                     self.heartbeat_once()
                     next_beat = time.monotonic() + self.cfg.heartbeat_interval
             except grpc.RpcError as e:
-                if e.code() != grpc.StatusCode.UNAVAILABLE:
-                    log.warning("controller call failed: %s %s", e.code(), e.details())
-                else:
-                    self._next_controller()
-                self.instance = ""
+                self._call_failed(e.code(), e.details())
                 self.stop.wait(RETRY_DELAY)
             except Exception:
                 log.exception("link loop error")
                 self.stop.wait(RETRY_DELAY)
+
+    def _call_failed(self, code, details: str) -> None:
+        """Register again; at the next controller when this one is down or in standby, or has
+        not taken our registration (whatever it answered: whoever listens on a dead
+        controller's port could answer errors to keep the agents from the live one). One that
+        took it is in control: a failure of a later call is retried there first."""
+        if code != grpc.StatusCode.UNAVAILABLE:
+            log.warning("controller call failed: %s %s", code, details)
+        if code == grpc.StatusCode.UNAVAILABLE or not self.instance:
+            self._next_controller()
+        self.instance = ""
 
     def _next_controller(self) -> None:
         """The controller called is down or in standby: the next SlurmctldHost= line's (a backup
@@ -323,7 +330,7 @@ class Agent:
                                           uid, gid, host, self.cfg.token_ttl)
 
         path = os.path.join(os.path.dirname(self.cfg.auth_socket), f"slurmd-{self.node}.socket")
-        return AuthSocketServer(path, issue, frozenset({tokens.CONTROLLER}))
+        return AuthSocketServer(path, issue, tokens.controller_audiences(self.cfg))
 
     def shutdown(self) -> None:
         self.stop.set()

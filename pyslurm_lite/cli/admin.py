@@ -166,7 +166,7 @@ def db():
 @click.option("--from", "src", required=True, metavar="URL",
               help="the stopped controller's database (sqlite:///DIR/state.db, or DatabaseURL)")
 @click.option("--to", "dst", required=True, metavar="URL",
-              help="an empty database, e.g. postgresql+psycopg://slurm:PW@HOST:5432/pyslurm")
+              help="an empty database, e.g. postgresql+psycopg://slurm@HOST:5432/pyslurm (the password from ~/.pgpass: never on a command line)")
 def db_copy(src, dst):
     """Copy every table of a stopped controller's state into an empty database, in one
     transaction; then set DatabaseURL to the target and start the controller."""

@@ -174,10 +174,12 @@ class Controller:
                 log.exception("monitor pass failed")
 
     def authenticator(self, keyring: keys.KeyRing) -> authn.Authenticator:
-        """User tokens for every user command, a node's daemon token for the agents' reports."""
+        """User tokens for every user command (u1 ones for this controller's audience only), a
+        node's daemon token for the agents' reports."""
         from ..rpc import jwt
         cfg, replays = self.cfg, tokens.Replays()
-        check_jwt = jwt.acceptor(cfg)  # AuthAltTypes=auth/jwt: reads (or makes) its key now
+        audience = tokens.controller_audience(self.index)
+        check_jwt = jwt.acceptor(cfg, self.index)  # AuthAltTypes=auth/jwt: reads (or makes) its key now
 
         def check_user(token: str) -> tokens.UserIdentity:
             if not token:
@@ -185,8 +187,8 @@ class Controller:
                                        "older than the controller?")
             if jwt.looks_like_jwt(token):  # scontrol token's, or the REST server's caller's
                 return check_jwt(token)
-            return tokens.verify_user_token(token, keyring.key_for, cfg.cluster_name,
-                                            tokens.CONTROLLER, replays)
+            return tokens.verify_user_token(token, keyring.key_for, cfg.cluster_name, audience,
+                                            replays)
 
         def check_daemon(token: str, method: str) -> str:
             sender = tokens.daemon_sender(token)
@@ -208,7 +210,7 @@ class Controller:
                                           audience, uid, gid, host, cfg.token_ttl)
 
         path = os.path.join(os.path.dirname(cfg.auth_socket), "slurmctld.socket")
-        return AuthSocketServer(path, issue, frozenset({tokens.CONTROLLER}))
+        return AuthSocketServer(path, issue, tokens.controller_audiences(cfg))
 
     def start(self, bind: str | None = None) -> int:
         config_mod.warn_ignored(self.cfg, log)
@@ -304,11 +306,31 @@ def start_rest(cfg, host: str, fatal: bool):
         return None
 
 
+PRIVILEGED_PORTS = 1024  # below this, only root may listen (net.ipv4.ip_unprivileged_port_start)
+
+
+def warn_pair_in_clear(cfg) -> bool:
+    """Say so when controllers of a pair are neither TLS-checked nor on privileged ports: while
+    one is down any local user of its host may listen on its address and port; the clients and
+    agents that try it first then send that listener their calls (and user tokens, for it
+    only: each controller takes its own audience) and take its answers."""
+    from ..rpc import tls
+    if tls.enabled(cfg) or all(int(t.rsplit(":", 1)[1]) < PRIVILEGED_PORTS
+                               for t in cfg.controller_targets):
+        return False
+    log.warning("%d SlurmctldHost lines without TLSParameters: while a controller is down, any "
+                "user of its host can listen on its port and answer the commands and agents that "
+                "try it; set TLSParameters= (or use a SlurmctldPort below %d)",
+                len(cfg.controller_hosts), PRIVILEGED_PORTS)
+    return True
+
+
 def main(conf_path: str | None = None, pid_file: str | None = None,
          index: int | None = None) -> None:
     cfg = config_mod.load(conf_path)
     if len(cfg.controller_hosts) > 1:  # a pair: standby until it holds the control lease
         from . import standby
+        warn_pair_in_clear(cfg)
         standby.main(cfg, index, pid_file)
         return
     ctl = Controller(cfg)

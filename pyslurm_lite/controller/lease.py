@@ -1,10 +1,17 @@
 """The control lease: which of the SlurmctldHost= controllers is in control, kept in the state
 database that all of them share.
 
-Owns: one row (its own table, created here) naming the holder (SlurmctldHost index and process
-instance), an epoch that counts acquisitions (the fencing token), when it was last renewed and
-when it expires, and a takeover request. Must not: touch any other table, read the clock (every
-call is given `now`), or decide what a controller does on losing it (controller/standby.py).
+Owns: one row (its own table, created by migration 3 under the migration lock) naming the holder
+(SlurmctldHost index and process instance), an epoch that counts acquisitions (the fencing token),
+when it was last renewed and when it expires, and a takeover request. Must not: touch any other
+table, read this host's clock (every call is given `now`), or decide what a controller does on
+losing it (controller/standby.py).
+
+Whose clock: on PostgreSQL the times are the database server's (clock_timestamp() in the very
+UPDATE), and `now` is not used: the controllers of a pair run on different hosts, and comparing
+their wall clocks would let a backup whose clock runs ahead take over from a holder still acting.
+On SQLite the database is a local file, so every controller is on one host and `now` (its clock)
+is the one clock there is.
 
 A worked example, SlurmctldTimeout=10 (the lease's TTL in seconds):
     t=0   primary acquires: epoch 1, expires 10; it renews every second (expires = now + 10)
@@ -26,6 +33,7 @@ import uuid
 import sqlalchemy as sa
 
 from ..errors import ControllerUnreachable
+from . import migrations
 from .store import open_engine, reaching
 
 NO_TAKEOVER = -1  # the takeover column when no controller asked for control
@@ -59,6 +67,7 @@ class Holder:
     renewed_at: float
     expires_at: float
     takeover: int
+    live: bool  # not expired, by the lease's clock
 
 
 class Lease:
@@ -70,43 +79,39 @@ class Lease:
         self.index, self.ttl = index, float(ttl)
         self.instance = uuid.uuid4().hex[:12]
         self.epoch = 0
-        # the store's engine settings: a private SQLite file, a server's connect timeout, and
-        # an unreachable database as one line (never a traceback or the password)
-        self.engine = open_engine(url)
+        # the store's engine settings: a private SQLite file, a server's timeouts (a renewal
+        # must fail, not hang, well within the TTL), an unreachable database as one line
+        self.engine = open_engine(url, statement_timeout=max(min(self.ttl / 4, 5.0), 0.5))
         with reaching(self.engine):
-            lease_table.create(self.engine, checkfirst=True)
-            self._ensure_row()
+            migrations.upgrade(self.engine)  # the lease's table and row: migration 3
+        self.db_clock = self.engine.dialect.name == "postgresql"
 
-    def _ensure_row(self) -> None:
-        with self.engine.begin() as conn:
-            if conn.execute(sa.select(lease_table.c.id).where(_ROW)).first():
-                return
-        try:
-            with self.engine.begin() as conn:
-                conn.execute(lease_table.insert().values(
-                    id=1, holder=-1, instance="", epoch=0, renewed_at=0.0, expires_at=0.0,
-                    takeover=NO_TAKEOVER))
-        except sa.exc.IntegrityError:
-            pass  # the other controller, starting too, inserted it
+    def _now(self, now: float):
+        """The time the lease is reckoned by, as SQL: the database server's, else `now`."""
+        if self.db_clock:
+            return sa.cast(sa.func.extract("epoch", sa.func.clock_timestamp()), sa.Float)
+        return sa.literal(now, sa.Float)
 
-    def holder(self) -> Holder | None:
+    def holder(self, now: float = 0.0) -> Holder | None:
+        c = lease_table.c
         with self.engine.connect() as conn:
-            row = conn.execute(sa.select(lease_table).where(_ROW)).first()
+            row = conn.execute(sa.select(lease_table, (c.expires_at > self._now(now)).label("live"))
+                               .where(_ROW)).first()
         if row is None or row.holder < 0:
             return None
         return Holder(row.holder, row.instance, row.epoch, row.renewed_at, row.expires_at,
-                      row.takeover)
+                      row.takeover, bool(row.live))
 
     def acquire(self, now: float) -> bool:
         """Take the lease if it expired (or was released), or if this controller asked for a
         takeover and the holder stopped renewing. True when this controller now holds it."""
-        c = lease_table.c
-        free = (c.expires_at < now) | ((c.takeover == self.index)
-                                       & (c.renewed_at < now - TAKEOVER_GRACE))
+        c, clock = lease_table.c, self._now(now)
+        free = (c.expires_at < clock) | ((c.takeover == self.index)
+                                         & (c.renewed_at < clock - TAKEOVER_GRACE))
         with self.engine.begin() as conn:
             done = conn.execute(lease_table.update().where(_ROW & free).values(
-                holder=self.index, instance=self.instance, epoch=c.epoch + 1, renewed_at=now,
-                expires_at=now + self.ttl, takeover=NO_TAKEOVER)).rowcount
+                holder=self.index, instance=self.instance, epoch=c.epoch + 1, renewed_at=clock,
+                expires_at=clock + self.ttl, takeover=NO_TAKEOVER)).rowcount
             if done:
                 self.epoch = conn.execute(sa.select(c.epoch).where(_ROW)).scalar_one()
         return bool(done)
@@ -114,12 +119,12 @@ class Lease:
     def renew(self, now: float) -> str:
         """RENEWED; TAKEOVER (another controller asked for control: step down, then release);
         LOST (someone else holds it now)."""
-        c = lease_table.c
+        c, clock = lease_table.c, self._now(now)
         mine = _ROW & (c.epoch == self.epoch) & (c.instance == self.instance)
         with self.engine.begin() as conn:
             unasked = (c.takeover == NO_TAKEOVER) | (c.takeover == self.index)
             if conn.execute(lease_table.update().where(mine & unasked)
-                            .values(renewed_at=now, expires_at=now + self.ttl)).rowcount:
+                            .values(renewed_at=clock, expires_at=clock + self.ttl)).rowcount:
                 return self.RENEWED
             still = conn.execute(sa.select(c.epoch).where(mine)).first()
         return self.TAKEOVER if still else self.LOST

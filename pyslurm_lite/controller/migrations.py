@@ -16,6 +16,7 @@ Every step checks what exists first (checkfirst), because databases older than t
 of those tables got them from create_all without a version bump.
 
     0 (empty) --1--> jobs, nodes, meta --2--> the tables added since, an index for sacct
+      --3--> the control lease of a controller pair (lease.py), its one row
 """
 
 from __future__ import annotations
@@ -50,10 +51,22 @@ def _v2_later_tables(conn, dialect: str) -> None:
     _index(conn, "ix_jobs_end_time_for_sacct")
 
 
+def _v3_control_lease(conn, dialect: str) -> None:
+    # under the migration lock: two controllers of a pair starting together against a new
+    # database would otherwise race on CREATE TABLE, and one exit
+    from .lease import NO_TAKEOVER, lease_table
+    _create(conn, lease_table)
+    if conn.execute(sa.select(lease_table.c.id).where(lease_table.c.id == 1)).first() is None:
+        conn.execute(lease_table.insert().values(id=1, holder=-1, instance="", epoch=0,
+                                                 renewed_at=0.0, expires_at=0.0,
+                                                 takeover=NO_TAKEOVER))
+
+
 MIGRATIONS: list[tuple[int, str, object]] = [
     (1, "jobs, nodes and meta", _v1_first_tables),
     (2, "job scripts, runs, reservations, fair-share usage, accounting, outbox; "
         "jobs(end_time) index for sacct", _v2_later_tables),
+    (3, "the control lease of a controller pair", _v3_control_lease),
 ]
 LATEST = MIGRATIONS[-1][0]
 
@@ -130,6 +143,10 @@ def _exclusive(engine: sa.Engine):
         return
     with engine.begin() as conn:
         if dialect == "postgresql":
+            # open_engine's timeouts are for everyday statements: a migration of a large
+            # database, or one waiting for another controller's, may take longer
+            conn.exec_driver_sql("SET LOCAL statement_timeout = 0")
+            conn.exec_driver_sql("SET LOCAL lock_timeout = 0")
             conn.execute(sa.select(sa.func.pg_advisory_xact_lock(PG_LOCK_KEY)))
         yield conn
 

@@ -184,9 +184,41 @@ def _sqlite_pragmas(dbapi_conn, _record) -> None:
     cur.close()
 
 
-def open_engine(url: str, create: bool = True) -> sa.Engine:
+# PostgreSQL's server-side limits for every session of ours (seconds): a statement, or a wait for
+# a lock, that runs past them fails instead of hanging its thread; a session left idle inside a
+# transaction (its client cut off after the fence's FOR SHARE) is ended, so the row lock it held
+# is freed within seconds, not after the kernel's two hours of TCP keepalive
+STATEMENT_TIMEOUT = 60.0  # a controller's everyday statement (sacct over many jobs included)
+LOCK_TIMEOUT = 10.0  # no writer of ours holds a row that long
+IDLE_IN_TRANSACTION_TIMEOUT = 15.0
+# TCP keepalives on both ends (seconds idle, seconds between probes, probes): a half-open
+# connection is found in ~25 s; TCP_USER_TIMEOUT bounds unacknowledged sends the same way
+KEEPALIVE = (10, 5, 3)
+TCP_USER_TIMEOUT = 25.0
+
+
+def _ms(seconds: float) -> int:
+    return int(seconds * 1000)  # PostgreSQL's and libpq's timeouts are in milliseconds
+
+
+def _postgresql_connect_args(statement_timeout: float) -> dict:
+    idle, interval, count = KEEPALIVE
+    settings = {"statement_timeout": _ms(statement_timeout),
+                "lock_timeout": _ms(min(LOCK_TIMEOUT, statement_timeout)),
+                "idle_in_transaction_session_timeout": _ms(IDLE_IN_TRANSACTION_TIMEOUT),
+                "tcp_keepalives_idle": idle, "tcp_keepalives_interval": interval,
+                "tcp_keepalives_count": count}
+    return {"connect_timeout": CONNECT_TIMEOUT,
+            "options": " ".join(f"-c {k}={v}" for k, v in settings.items()),
+            "keepalives": 1, "keepalives_idle": idle, "keepalives_interval": interval,
+            "keepalives_count": count, "tcp_user_timeout": _ms(TCP_USER_TIMEOUT)}
+
+
+def open_engine(url: str, create: bool = True,
+                statement_timeout: float = STATEMENT_TIMEOUT) -> sa.Engine:
     """The engine for DatabaseURL: SQLite's file made (private) unless not `create`, and its
-    pragmas set; a server's connections checked before use and given CONNECT_TIMEOUT. A
+    pragmas set; a server's connections checked before use, given CONNECT_TIMEOUT, keepalives
+    and PostgreSQL's session limits (statement_timeout: the lease asks for a shorter one). A
     malformed URL or a missing driver is a ConfigError (the password never shown)."""
     try:
         parsed = sa.engine.make_url(url)
@@ -200,7 +232,7 @@ def open_engine(url: str, create: bool = True) -> sa.Engine:
         # a server may drop idle connections (restart, failover): test each before use
         options["pool_pre_ping"] = True
     if backend == "postgresql":
-        options["connect_args"] = {"connect_timeout": CONNECT_TIMEOUT}
+        options["connect_args"] = _postgresql_connect_args(statement_timeout)
     try:
         engine = sa.create_engine(parsed, **options)
     except (ImportError, sa.exc.NoSuchModuleError) as e:

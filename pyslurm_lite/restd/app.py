@@ -12,6 +12,7 @@ here (with server.py), so the CLIs never pay for it.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import grp
 import json
@@ -22,6 +23,7 @@ import threading
 import time
 from collections import OrderedDict
 
+import anyio
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import JSONResponse, Response
@@ -37,7 +39,8 @@ from .v0042.common import epoch, number, unset
 
 BASE = f"/slurm/{VERSION}"
 MAX_BODY_BYTES = 4 << 20  # a job description with its script; larger bodies are refused unread
-CLIENTS_KEPT = 64  # one controller Client (its channel) per recent token
+BODY_PATIENCE = 30.0  # seconds a request body may take to arrive (a slow sender holds an fd)
+CLIENTS_KEPT = 64  # controller Clients (each its channel) kept for recent tokens, at most
 PING_TIMEOUT = 5.0  # seconds for each controller to answer a ping
 
 
@@ -50,29 +53,74 @@ class Call:
     client: object  # Client(cfg, token=identity.token)
     params: dict
     query: object  # starlette QueryParams
+    at: object = None  # index -> a Client of that SlurmctldHost only (ping asks each)
     body: object = None  # parsed JSON, for POST
     source: str = ""  # the operationId: `source` of errors and warnings
     warnings: list = dataclasses.field(default_factory=list)
 
 
 class _Clients:
-    """Clients by token, the most recent kept: a dashboard or a tool polling with one token
-    reuses one channel instead of connecting per request."""
+    """Clients by (token, controller index), the most recent kept: a dashboard or a tool polling
+    with one token reuses one channel instead of connecting per request. At most `kept`: an
+    evicted Client is closed (its channels) once no request is using it any more."""
 
-    def __init__(self, cfg):
+    def __init__(self, cfg, kept: int = CLIENTS_KEPT, factory=None):
         self.cfg = without_own_identity(cfg)
-        self._lock, self._by_token = threading.Lock(), OrderedDict()
+        self.kept, self._factory = kept, factory or self._client
+        self._lock, self._entries = threading.Lock(), OrderedDict()
 
-    def get(self, token: str):
+    def _client(self, token: str, index):
         from ..client import Client
+        client = Client(self.cfg, token=token)
+        if index is not None:
+            client = client.at(index)
+            client.timeout = PING_TIMEOUT
+        return client
+
+    @contextlib.contextmanager
+    def lease(self, token: str, index: int | None = None):
+        """The Client for this token (and controller), held for one request."""
         if not token:  # never a Client without a token: it would call as this process (root)
             raise RestError(401, envelope.ESLURM_REST_AUTH_FAIL, "no token", "")
+        entry = self._acquire((token, index))
+        try:
+            yield entry.client
+        finally:
+            self._release(entry)
+
+    def _acquire(self, key) -> "_Entry":
         with self._lock:
-            client = self._by_token.pop(token, None) or Client(self.cfg, token=token)
-            self._by_token[token] = client
-            while len(self._by_token) > CLIENTS_KEPT:
-                self._by_token.popitem(last=False)
-            return client
+            entry = self._entries.pop(key, None) or _Entry(self._factory(*key))
+            self._entries[key] = entry
+            entry.users += 1
+            evicted = []
+            while len(self._entries) > self.kept:
+                _, old = self._entries.popitem(last=False)
+                old.retired = True
+                if not old.users:
+                    evicted.append(old)
+        for old in evicted:
+            _close(old.client)
+        return entry
+
+    def _release(self, entry: "_Entry") -> None:
+        with self._lock:
+            entry.users -= 1
+            done = entry.retired and not entry.users
+        if done:
+            _close(entry.client)
+
+
+@dataclasses.dataclass
+class _Entry:
+    client: object
+    users: int = 0  # requests using it now: an evicted Client is closed when the last ends
+    retired: bool = False
+
+
+def _close(client) -> None:
+    """Free an evicted Client's channels at once (not left to the garbage collector)."""
+    client.close()
 
 
 # This process runs as root (inside the controller): were a call ever sent without the caller's
@@ -127,13 +175,18 @@ def _endpoint(cfg, clients, op: str, handler, not_found: int):
         client_addr = f"[{request.client.host}]:{request.client.port}" if request.client else ""
         user = ""
         try:
+            # the token's shape first, the body next, a Client last: nothing is read or
+            # connected for a request that could never be served
             identity = auth.identify(request.headers, source)
             user = identity.user
             body = await _json_body(request, source) if request.method == "POST" else None
-            call = Call(cfg=cfg, identity=identity, client=clients.get(identity.token),
-                        params=dict(request.path_params), query=request.query_params,
-                        body=body, source=source)
-            payload = await run_in_threadpool(handler, call)
+            with contextlib.ExitStack() as leases:
+                call = Call(cfg=cfg, identity=identity,
+                            client=leases.enter_context(clients.lease(identity.token)),
+                            params=dict(request.path_params), query=request.query_params,
+                            body=body, source=source,
+                            at=lambda i: leases.enter_context(clients.lease(identity.token, i)))
+                payload = await run_in_threadpool(handler, call)
             return _json(200, envelope.body(payload, cfg.cluster_name, user, client_addr,
                                             call.warnings))
         except RestError as e:
@@ -145,10 +198,7 @@ def _endpoint(cfg, clients, op: str, handler, not_found: int):
 
 
 async def _json_body(request, source: str):
-    raw = await request.body()
-    if len(raw) > MAX_BODY_BYTES:
-        raise RestError(413, ESLURM_REST_FAIL_PARSING, f"request body over {MAX_BODY_BYTES} "
-                        "bytes", source)
+    raw = await read_body(request, MAX_BODY_BYTES, source)
     try:
         return json.loads(raw or b"null")
     except (ValueError, UnicodeDecodeError) as e:
@@ -156,13 +206,46 @@ async def _json_body(request, source: str):
                         source) from None
 
 
+async def read_body(request, limit: int, source: str) -> bytes:
+    """The request's body, refused (413) as soon as it is known to exceed `limit` bytes: by its
+    Content-Length before reading anything, else (chunked) once the running total passes it;
+    408 when it takes over BODY_PATIENCE seconds. The answer to a refused body closes the
+    connection (_error), so the rest of it is never read either."""
+    declared = request.headers.get("content-length")
+    if declared is not None and (not declared.isdigit() or int(declared) > limit):
+        raise _too_large(limit, source)
+    chunks, total = [], 0
+    with anyio.move_on_after(BODY_PATIENCE) as patience:
+        async for chunk in request.stream():
+            total += len(chunk)
+            if total > limit:
+                raise _too_large(limit, source)
+            chunks.append(chunk)
+    if patience.cancelled_caught:
+        raise RestError(408, ESLURM_REST_FAIL_PARSING, f"the request body took over "
+                        f"{BODY_PATIENCE:g} seconds to arrive", source)
+    return b"".join(chunks)
+
+
+def _too_large(limit: int, source: str) -> RestError:
+    return RestError(413, ESLURM_REST_FAIL_PARSING, f"request body over {limit} bytes", source)
+
+
 def _json(status: int, doc: dict) -> Response:
     return JSONResponse(doc, status_code=status)
 
 
+# answered before the request's body was read whole: the connection is closed after the answer
+# (else the server would go on reading, and discarding, whatever the client still sends)
+_BODY_UNREAD = (408, 413)
+
+
 def _error(cfg, e: RestError, user: str, client_addr: str) -> Response:
-    return _json(e.status, envelope.body({}, cfg.cluster_name, user, client_addr,
-                                         errors=[e.entry()]))
+    response = _json(e.status, envelope.body({}, cfg.cluster_name, user, client_addr,
+                                             errors=[e.entry()]))
+    if e.status in _BODY_UNREAD:
+        response.headers["connection"] = "close"
+    return response
 
 
 async def _openapi(request) -> Response:
@@ -195,21 +278,27 @@ def _ignored_query(call: Call, *names: str) -> None:
 
 # ---- operations -------------------------------------------------------------------------------
 def ping(call: Call) -> dict:
-    """Every SlurmctldHost in order, as scontrol ping: one that does not answer is DOWN (not an
-    error); a refused token is (401)."""
+    """Every SlurmctldHost in order, as slurmrestd (slurm_ping on each): one that answers is UP,
+    a backup in standby included; one that cannot be reached, or answers with an error, is DOWN
+    (its error in `warnings`), not a failed request. A token refused by every controller that
+    answered is the caller's problem: 401 (or whatever they said)."""
     count = len(call.cfg.controller_hosts) or 1
     names = [h[0] for h in call.cfg.controller_hosts] or [call.cfg.controller_host]
-    pings = []
+    pings, refusals, answered = [], [], False
     for index, name in enumerate(names):
-        one = call.client.at(index)
-        one.timeout = PING_TIMEOUT
         started, reply = time.monotonic(), None
         try:
-            reply = one.ping()
+            reply = call.at(index).ping()
+            answered = True
         except ControllerUnreachable:
             pass
+        except SlurmError as e:  # e.g. a standby that does not take this token: it is not in
+            refusals.append(e)  # control, and says nothing about the token
+            call.warnings.append(warning(f"{name}: {getattr(e, 'message', e)}", call.source))
         latency = int((time.monotonic() - started) * 1e6)
         pings.append(resources.ping(name, index, count, reply, latency))
+    if refusals and not answered:
+        raise refusals[0]
     return {"pings": pings}
 
 

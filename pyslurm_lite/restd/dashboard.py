@@ -4,28 +4,30 @@ data), then kept current by a small script polling a JSON endpoint every 2 s.
     GET  /                   the overview: queue, nodes and GPUs, fair share, recent failures
     GET  /job/{id}           one job: facts, timeline, steps, usage bars
     GET  /dashboard/live     the overview's sections as JSON ({"sections": {name: html}, ...})
-    GET  /login, POST /login a pasted `scontrol token` becomes an HttpOnly SameSite=Strict cookie
-    POST /logout
+    GET  /login              the page where a pasted `scontrol token` is kept (by the script)
     POST /job/{id}/action    cancel | hold | release     (operators; the controller decides)
     POST /node/{name}/action drain | resume
     GET  /dashboard/static/  the script and the style sheet
 
-Who is calling: the X-SLURM-USER-TOKEN header (as slurmrestd) or the cookie. Every figure comes
-from the controller through Client(cfg, token=JWT), so the controller authenticates the token and
-applies its own authorization (PrivateData, operator-only actions) exactly as for the CLIs. This
-module only decides what to show: the operator buttons appear for the user the token names when
-that user is an operator (root, SlurmUser, AdminUsers), a courtesy, never the check.
+Who is calling: the X-SLURM-USER-TOKEN header, as for slurmrestd, and nothing else. A browser
+keeps the pasted token in sessionStorage (bound to this origin, port included, and to the tab)
+and its script sends the header; never a cookie, which the browser would also hand to any other
+port of this host (RFC 6265 8.5), e.g. a user's own web server there. A navigation carries no
+header, so GET / and GET /job/N without one answer a shell page whose script fetches the same
+URL with the header and swaps in what the server rendered; with the header (scripts, the
+script's own fetches) they answer the full page.
 
-POSTs carry a CSRF token, an HMAC of the caller's JWT under a key this process draws at start,
-and must come from this origin when the browser says where from (Origin). It must not: trust the
-token's claims for anything but the buttons, or render a value without the templates' escaping.
+Every figure comes from the controller through Client(cfg, token=JWT), so the controller
+authenticates the token and applies its own authorization (PrivateData, operator-only actions)
+exactly as for the CLIs. This module only decides what to show: the operator buttons appear for
+the user the token names when that user is an operator (root, SlurmUser, AdminUsers), a
+courtesy, never the check. It must not: trust the token's claims for anything but the buttons,
+render a value without the templates' escaping, or accept identity from anything a browser
+attaches on its own (cookies, HTTP auth).
 """
 
 from __future__ import annotations
 
-import hashlib
-import hmac
-import secrets
 import threading
 import time
 from collections import OrderedDict
@@ -41,10 +43,13 @@ from starlette.staticfiles import StaticFiles
 
 from ..errors import NotFound, PermissionDenied, SlurmError, Unauthenticated
 from . import dashcache, dashjob, dashview
+from .app import without_own_identity
 
 HERE = Path(__file__).resolve().parent
-COOKIE = "slurm_jwt"
 TOKEN_HEADER = "x-slurm-user-token"
+# The cookie the first release kept the token in: erased wherever a browser may still hold one
+# (cookies ignore ports, so erasing it here erases it for the whole host); never read.
+OLD_COOKIE = "slurm_jwt"
 CLIENTS_KEPT = 32  # controller connections kept, one per token seen lately
 MAX_FORM = 16384  # bytes of a POSTed form
 JOB_ACTIONS = {"cancel", "hold", "release"}
@@ -54,6 +59,7 @@ SECURITY_HEADERS = {
                                "img-src 'self' data:; frame-ancestors 'none'; form-action 'self'",
     "X-Content-Type-Options": "nosniff", "Referrer-Policy": "same-origin",
     "Cache-Control": "no-store",
+    "Vary": "X-SLURM-USER-TOKEN",  # one URL: the shell without the header, the page with it
 }
 
 
@@ -65,8 +71,6 @@ def routes(cfg) -> list:
         Route("/job/{job_id:int}", d.job_page, methods=["GET"]),
         Route("/dashboard/live", d.live, methods=["GET"]),
         Route("/login", d.login_page, methods=["GET"]),
-        Route("/login", d.login, methods=["POST"]),
-        Route("/logout", d.logout, methods=["POST"]),
         Route("/job/{job_id:int}/action", d.job_action, methods=["POST"]),
         Route("/node/{name}/action", d.node_action, methods=["POST"]),
         Mount("/dashboard/static", StaticFiles(directory=HERE / "static"), name="dashboard-static"),
@@ -96,9 +100,9 @@ def claimed_user(token: str) -> str:
 
 
 class Dashboard:
-    def __init__(self, cfg, secret: bytes | None = None):
+    def __init__(self, cfg):
         self.cfg = cfg
-        self.secret = secret or secrets.token_bytes(32)
+        self.client_cfg = without_own_identity(cfg)  # a Client never calls as this (root) process
         self.templates = jinja2.Environment(
             loader=jinja2.FileSystemLoader(HERE / "templates"), autoescape=True,
             undefined=jinja2.StrictUndefined)
@@ -110,7 +114,8 @@ class Dashboard:
     def client(self, token: str):
         from ..client import Client
         with self._lock:
-            c = self._clients.pop(token, None) or Client(self.cfg, token=token, transport="grpcio")
+            c = self._clients.pop(token, None) or \
+                Client(self.client_cfg, token=token, transport="grpcio")
             self._clients[token] = c
             while len(self._clients) > CLIENTS_KEPT:
                 self._clients.popitem(last=False)
@@ -120,12 +125,9 @@ class Dashboard:
         return bool(name) and (name == "root" or name == self.cfg.slurm_user
                                or name in self.cfg.admin_users)
 
-    def csrf(self, token: str) -> str:
-        return hmac.new(self.secret, token.encode(), hashlib.sha256).hexdigest()
-
     def who(self, token: str) -> dict:
         user = claimed_user(token)
-        return {"user": user, "operator": self.is_operator(user), "csrf": self.csrf(token)}
+        return {"user": user, "operator": self.is_operator(user)}
 
     # ---- responses --------------------------------------------------------------------------
     def page(self, name: str, status: int = 200, **values) -> HTMLResponse:
@@ -134,7 +136,13 @@ class Dashboard:
 
     def login_response(self, message: str = "", status: int = 401) -> HTMLResponse:
         r = self.page("login.html", status, message=message, who=None)
-        r.delete_cookie(COOKIE, path="/")
+        r.delete_cookie(OLD_COOKIE, path="/")
+        return r
+
+    def shell(self) -> HTMLResponse:
+        """A navigation's answer: no data, only the script that asks again with the header."""
+        r = self.page("shell.html", who=None)
+        r.delete_cookie(OLD_COOKIE, path="/")
         return r
 
     def failure(self, e: SlurmError, token: str) -> Response:
@@ -145,22 +153,24 @@ class Dashboard:
         return self.page("error.html", status, message=str(e), who=self.who(token))
 
     async def checked_post(self, request: Request) -> tuple[str, dict] | Response:
-        """(token, form) of a POST from this origin with the caller's CSRF token, or a refusal."""
+        """(token, form) of a POST, or a refusal. No CSRF token is needed, and none is left to
+        forge: the caller's identity comes only from the X-SLURM-USER-TOKEN header, which a
+        cross-site form cannot set and a cross-origin script cannot send (a custom header needs
+        a CORS preflight this server never grants); a cookie alone is no identity here."""
         token = self.token_of(request)
         if not token:
-            return self.login_response()
-        form = await read_form(request)
-        if form is None or not same_origin(request):
+            return self.login_response("Refused: no X-SLURM-USER-TOKEN header.")
+        if not same_origin(request):
             return self.page("error.html", 403, message="Refused: not a form of this dashboard.",
                              who=self.who(token))
-        if not hmac.compare_digest(form.get("csrf", ""), self.csrf(token)):
-            return self.page("error.html", 403, message="Refused: the form's CSRF token is "
-                             "missing or stale; reload the page.", who=self.who(token))
+        form = await read_form(request)
+        if isinstance(form, Response):
+            return form
         return token, form
 
     @staticmethod
     def token_of(request: Request) -> str:
-        return clean_token(request.headers.get(TOKEN_HEADER) or request.cookies.get(COOKIE, ""))
+        return clean_token(request.headers.get(TOKEN_HEADER, ""))
 
     # ---- pages ------------------------------------------------------------------------------
     def collect(self, token: str, query: str, page: int) -> dict:
@@ -188,7 +198,7 @@ class Dashboard:
     async def overview(self, request: Request) -> Response:
         token = self.token_of(request)
         if not token:
-            return self.login_response()
+            return self.shell()
         query, page = search_of(request)
         try:
             data = await run_in_threadpool(self.collect, token, query, page)
@@ -228,42 +238,18 @@ class Dashboard:
     async def job_page(self, request: Request) -> Response:
         token = self.token_of(request)
         if not token:
-            return self.login_response()
+            return self.shell()
         try:
             data = await run_in_threadpool(self.job_data, token, request.path_params["job_id"])
         except SlurmError as e:
             return self.failure(e, token)
         return self.page("job.html", who=self.who(token), **data)
 
-    # ---- logging in and out -----------------------------------------------------------------
+    # ---- logging in -------------------------------------------------------------------------
     async def login_page(self, request: Request) -> Response:
+        """The form only: the script checks a pasted token by fetching the page it was headed
+        for with it, and keeps it in sessionStorage; no token is ever POSTed here."""
         return self.login_response(status=200)
-
-    async def login(self, request: Request) -> Response:
-        form = await read_form(request)
-        if form is None or not same_origin(request):
-            return self.login_response("Refused: not the login form of this dashboard.", 403)
-        token = clean_token(form.get("token", ""))
-        if not token:
-            return self.login_response("Paste the token `scontrol token` printed.", 400)
-        try:  # the controller, not this page, says whether the token is good
-            await run_in_threadpool(lambda: self.client(token).nodes(names=[]))
-        except Unauthenticated as e:
-            return self.login_response(f"The controller refused the token: {e}", 401)
-        except SlurmError as e:
-            return self.login_response(f"The controller could not check the token: {e}", 502)
-        r = RedirectResponse("/", status_code=303)
-        r.set_cookie(COOKIE, token, max_age=token_lifetime(token), path="/", httponly=True,
-                     samesite="strict", secure=request.url.scheme == "https")
-        return r
-
-    async def logout(self, request: Request) -> Response:
-        checked = await self.checked_post(request)
-        if isinstance(checked, Response):
-            return checked
-        r = RedirectResponse("/login", status_code=303)
-        r.delete_cookie(COOKIE, path="/")
-        return r
 
     # ---- operator actions -------------------------------------------------------------------
     async def job_action(self, request: Request) -> Response:
@@ -316,32 +302,35 @@ def search_of(request: Request) -> tuple[str, int]:
     return query, int(page) if page.isdigit() and len(page) < 6 else 0
 
 
-async def read_form(request: Request) -> dict[str, str] | None:
-    """An application/x-www-form-urlencoded body as {name: first value}; None when it is not one."""
+async def read_form(request: Request) -> dict[str, str] | Response:
+    """An application/x-www-form-urlencoded body as {name: first value}, or a refusal. The size
+    is checked before anything is kept: the declared length first, then a running total of what
+    arrives (a chunked body declares none), so a huge body costs this process no memory."""
     if not request.headers.get("content-type", "").startswith("application/x-www-form-urlencoded"):
-        return None
-    body = await request.body()
-    if len(body) > MAX_FORM:
-        return None
+        return _refusal(415, "Refused: not a form (application/x-www-form-urlencoded).")
+    declared = request.headers.get("content-length", "")
+    if declared and (not declared.isdigit() or int(declared) > MAX_FORM):
+        return _refusal(413, f"Refused: a form over {MAX_FORM} bytes.")
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > MAX_FORM:
+            return _refusal(413, f"Refused: a form over {MAX_FORM} bytes.")
     return {k: v[0] for k, v in parse_qs(body.decode(errors="replace")).items()}
 
 
+def _refusal(status: int, message: str) -> Response:
+    return Response(message + "\n", status_code=status, media_type="text/plain",
+                    headers=SECURITY_HEADERS)
+
+
 def same_origin(request: Request) -> bool:
-    """False when the browser names another origin (Origin, else Referer) than this host."""
+    """False when the browser names another origin (Origin, else Referer) than this host. The
+    header token is the real guard (see checked_post); this refuses what no page of ours sends."""
     origin = request.headers.get("origin") or request.headers.get("referer")
-    if not origin:  # no browser form posts without one; scripts hold the token anyway
+    if not origin:  # scripts (curl, tools) send neither; they hold the token anyway
         return True
     return origin != "null" and urlsplit(origin).netloc == request.headers.get("host", "")
-
-
-def token_lifetime(token: str) -> int:
-    """Seconds until the token expires (its "exp", unverified: the cookie's Max-Age only)."""
-    import jwt
-    try:
-        exp = float(jwt.decode(token, options={"verify_signature": False}).get("exp", 0))
-    except (jwt.PyJWTError, TypeError, ValueError):
-        exp = 0
-    return max(int(exp - time.time()), 60) if exp else 1800
 
 
 def main(argv: list[str] | None = None) -> None:

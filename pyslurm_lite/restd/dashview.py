@@ -15,6 +15,7 @@ PrivateData included, applies to what a user sees):
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 
@@ -169,12 +170,22 @@ def node_views(nodes, jobs) -> list[NodeView]:
 
 # ---- fair share and failures -------------------------------------------------------------------
 def share_rows(rows) -> list[dict]:
-    """sshare's account rows (its users are in `sshare -a`), in sshare's tree order."""
-    return [{"account": r.account, "parent": r.parent, "raw_shares": r.raw_shares,
-             "norm_shares": f"{r.norm_shares:.6f}", "raw_usage": f"{r.raw_usage:.0f}",
-             "effective_usage": f"{r.effective_usage:.6f}", "fairshare": f"{r.fairshare:.6f}",
-             "level_fs": f"{r.level_fs:.6f}" if r.level_fs != float("inf") else "inf"}
+    """sshare's account rows (its users are in `sshare -a`), in sshare's tree order, with its
+    blanks: root has no RawShares nor LevelFS, and an account no FairShare (users have one);
+    the controller sends -1 and NaN for those, which sshare prints as empty cells."""
+    return [{"account": r.account, "parent": r.parent,
+             "raw_shares": str(r.raw_shares) if r.raw_shares >= 0 else "",
+             "norm_shares": share_number(r.norm_shares), "raw_usage": f"{r.raw_usage:.0f}",
+             "effective_usage": share_number(r.effective_usage),
+             "fairshare": share_number(r.fairshare), "level_fs": share_number(r.level_fs)}
             for r in rows if not r.user]
+
+
+def share_number(value: float) -> str:
+    """sshare's %f: blank for NaN, "inf" for a level with no usage."""
+    if math.isnan(value):
+        return ""
+    return "inf" if math.isinf(value) else f"{value:.6f}"
 
 
 def failure_rows(runs, limit: int = FAILURE_ROWS) -> list[dict]:

@@ -30,7 +30,7 @@ def server(cfg, host: str) -> AuthSocketServer:
         return tokens.make_user_token(key, scope, cfg.cluster_name, audience, uid, gid, host,
                                       cfg.token_ttl)
 
-    return AuthSocketServer(cfg.auth_socket, issue, frozenset({tokens.CONTROLLER}))
+    return AuthSocketServer(cfg.auth_socket, issue, tokens.controller_audiences(cfg))
 
 
 def main(conf_path: str | None, host: str | None, pid_file: str | None) -> None:

@@ -10,13 +10,21 @@ from __future__ import annotations
 from .. import errors
 
 AUTH_KEY = "x-pyslurm-auth"  # the metadata key of a user or daemon token (tokens.py)
-CONTROLLER_AUDIENCE = "slurmctld"  # what a user token for the controller names (tokens.py)
+CONTROLLER_AUDIENCE = "slurmctld"  # what a user token for the (primary) controller names (tokens.py)
 
 
-def user_metadata(auth_socket: str) -> tuple:
-    """A fresh user token for one call to the controller, from this host's auth socket."""
+def controller_audience(index: int) -> str:
+    """The audience of a user token for SlurmctldHost= line `index`. Each controller of a pair
+    takes only its own: a token sent to one (or to whoever listens on a dead one's port) is
+    useless at another. The primary keeps the plain name, so a lone controller's are unchanged."""
+    return CONTROLLER_AUDIENCE if index == 0 else f"{CONTROLLER_AUDIENCE}/{index}"
+
+
+def user_metadata(auth_socket: str, audience: str = CONTROLLER_AUDIENCE) -> tuple:
+    """A fresh user token for one call to a controller (controller_audience), from this host's
+    auth socket."""
     from .authsock import fetch_token
-    return ((AUTH_KEY, fetch_token(auth_socket, CONTROLLER_AUDIENCE)),)
+    return ((AUTH_KEY, fetch_token(auth_socket, audience)),)
 
 # gRPC status codes (google.rpc.Code), the numbers grpc.StatusCode carries and grpc-status sends.
 (OK, CANCELLED, UNKNOWN, INVALID_ARGUMENT, DEADLINE_EXCEEDED, NOT_FOUND, ALREADY_EXISTS,

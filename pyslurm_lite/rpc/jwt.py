@@ -13,7 +13,9 @@ good for every call until it expires, as in Slurm; so it is long-lived only as f
 MAX_LIFESPAN allows, and a caller proved by one may not mint another (token_mgr.py).
 
 The key is AuthAltParameters=jwt_key=PATH, else StateSaveLocation/jwt_hs256.key (Slurm's name),
-made by the controller on its first start: 32 random bytes, mode 0600. Whoever reads it can be
+made by the controller on its first start: 32 random bytes, mode 0600. Only the primary makes it:
+a backup (SlurmctldHost index > 0) that made its own would refuse every token the primary issued
+after a failover, so there a missing key is a start-up error naming the file to copy. Whoever reads it can be
 anyone, root included; so a key file group or others can read or write, or one owned by someone
 other than root or the controller's user, is refused, as keys.py refuses the cluster key.
 """
@@ -105,17 +107,29 @@ def load_key(path: str, create: bool = False) -> bytes:
     return key
 
 
+class KeyMissing(ConfigError):
+    """A backup controller found no JWT key: it must be the primary's, copied or shared."""
+
+
 _keys: dict[str, bytes] = {}
 _keys_lock = threading.Lock()
 
 
-def cluster_key(cfg) -> bytes:
+def cluster_key(cfg, index: int = 0) -> bytes:
     """The cluster's JWT key, read once per process (the controller's start reads it first;
-    IssueToken and the checks then use that same key until a restart, as slurmctld does)."""
+    IssueToken and the checks then use that same key until a restart, as slurmctld does).
+    `index`: this controller's SlurmctldHost line (a backup never makes the key)."""
     path = key_path(cfg)
+    backup = index > 0 and len(cfg.controller_hosts) > 1
     with _keys_lock:
         if path not in _keys:
-            _keys[path] = load_key(path, create=not cfg.jwt_key_file)
+            if backup and not cfg.jwt_key_file and not os.path.lexists(path):
+                raise KeyMissing(
+                    f"the JWT key {path} does not exist: a backup controller (SlurmctldHost "
+                    f"index {index}) never makes one, since every controller must check tokens "
+                    f"with the same key: copy {path} from the primary (mode 0600, owned by "
+                    f"SlurmUser), or name a file both read with AuthAltParameters=jwt_key=")
+            _keys[path] = load_key(path, create=not cfg.jwt_key_file and not backup)
         return _keys[path]
 
 
@@ -177,7 +191,7 @@ def identity(token: str, key: bytes, now: float | None = None, getpwnam=pwd.getp
     return UserIdentity(uid=pw.pw_uid, gid=pw.pw_gid, host="", issuer=ISSUER)
 
 
-def acceptor(cfg):
+def acceptor(cfg, index: int = 0):
     """check(token) -> UserIdentity for the controller's authenticator. Without
     AuthAltTypes=auth/jwt every JWT is refused; with it the key is read (or made) now, at start."""
     if not enabled(cfg):
@@ -185,5 +199,5 @@ def acceptor(cfg):
             raise AuthError("a JWT, but this cluster does not accept them (AuthAltTypes=auth/jwt "
                             "is not set)")
         return refuse
-    key = cluster_key(cfg)
+    key = cluster_key(cfg, index)
     return lambda token: identity(token, key)

@@ -10,6 +10,9 @@ KID names the issuer's scope (node:NAME, host:NAME, or cluster for the controlle
 MAC is HMAC-SHA256 with that scope's key (keys.py) over everything before it. The controller
 checks MAC, audience, cluster, expiry and that the nonce was never seen (Replays), then takes the
 uid and nothing else from the token; names and groups come from the system (identity.py).
+AUDIENCE names one controller (controller_audience: "slurmctld" for the primary, "slurmctld/1"
+for the first backup): each replay cache is one process's, so a token good at every controller
+could be taken by a listener on a dead controller's port and replayed at the live one.
 
 A daemon token proves a daemon made this call to this method:
 
@@ -32,14 +35,20 @@ from dataclasses import dataclass
 from ..errors import SlurmError, Unauthenticated
 
 USER_VERSION, DAEMON_VERSION = "u1", "d1"
-from .common import CONTROLLER_AUDIENCE
+from .common import CONTROLLER_AUDIENCE, controller_audience
 
-CONTROLLER = CONTROLLER_AUDIENCE  # the audience of users' tokens, and the sender of its own calls
+CONTROLLER = CONTROLLER_AUDIENCE  # the primary's audience (controller_audience), and the sender of its own calls
 CLOCK_SKEW = 30.0  # seconds two hosts' clocks may disagree
 DAEMON_TTL = 60.0  # seconds a daemon token is good for
 
 
 AuthError = Unauthenticated
+
+
+def controller_audiences(cfg) -> frozenset[str]:
+    """What an auth socket hands out tokens for: one audience per SlurmctldHost= line."""
+    count = len(getattr(cfg, "controller_hosts", None) or ()) or 1
+    return frozenset(controller_audience(i) for i in range(count))
 
 
 @dataclass(frozen=True)

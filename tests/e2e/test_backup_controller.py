@@ -1,5 +1,6 @@
 """End to end: a controller pair (two SlurmctldHost= lines, SlurmctldTimeout=3) sharing one
-state database. `scontrol ping` shows both; `scontrol takeover` hands control to the backup and
+state database. `scontrol ping` shows both (the backup in standby answers a JWT too);
+`scontrol takeover` hands control to the backup and
 a primary back in service takes it back; the controller in control is killed with -9 three
 times while jobs are submitted, start and end, and every job completes exactly once.
 """
@@ -71,6 +72,16 @@ def test_ping_shows_primary_and_backup_up(pair):
     assert in_control(pair) == 0  # both started together: the primary took control
 
 
+def test_the_standby_backup_answers_a_jwt_ping(pair):
+    """The REST server pings with its caller's JWT: the backup in standby takes it (it read the
+    primary's key: a backup never makes its own)."""
+    r = pair.run(["scontrol", "token", "lifespan=60"])
+    assert r.returncode == 0 and r.stdout.startswith("SLURM_JWT="), r.stderr
+    client = Client(config.load(str(pair.conf)), timeout=5.0, token=r.stdout.strip()[10:])
+    got = client.at(1).ping()
+    assert (got.index, got.active) == (1, False)
+
+
 def test_takeover_hands_control_over_and_back(pair, tmp_path):
     r = pair.run(["scontrol", "takeover", "0"])
     assert (r.returncode, r.stderr) == (1, "takeover: invalid backup controller index (0)\n")
@@ -132,7 +143,10 @@ def test_kill_9_of_the_controller_in_control_under_load(pair, tmp_path):
     finally:
         submitter.halt.set()
         submitter.join(60)
-    assert not submitter.errors, submitter.errors
+    # a submission cut off by a kill is an error to its sbatch, never resent (it may or may not
+    # have been committed): at most one per kill and per hand-back
+    assert all("Unable to contact slurm controller" in e for e in submitter.errors), submitter.errors
+    assert len(submitter.errors) <= 6, submitter.errors
     ids = submitter.ids
     assert len(ids) >= 10, ids
     deadline = time.monotonic() + 90
@@ -143,7 +157,9 @@ def test_kill_9_of_the_controller_in_control_under_load(pair, tmp_path):
         assert time.monotonic() < deadline, f"jobs left: {r.stdout}\n{pair.log_tails()}"
         time.sleep(0.5)
     runs = [int(x) for x in ran.read_text().split()]
-    assert sorted(runs) == sorted(ids), "a job ran twice, or not at all"
+    assert len(runs) == len(set(runs)), "a job ran twice"
+    assert set(ids) <= set(runs), "a job sbatch acknowledged never ran"
+    assert len(set(runs) - set(ids)) <= len(submitter.errors)  # only a cut-off submission's
     r = pair.run(["sacct", "-X", "-n", "-P", "-o", "JobID,State", "-j", ",".join(map(str, ids))])
     rows = [line.split("|") for line in r.stdout.split()]
     assert sorted(int(j) for j, _ in rows) == sorted(ids)  # each job once

@@ -1,9 +1,11 @@
 """The web dashboard (restd/dashboard.py) against a real cluster: the raw HTML already holds the
-data (a pending job, a node), identity is a JWT in X-SLURM-USER-TOKEN or the login cookie, a
-user sees no operator buttons and a user's forged POST is refused by the controller, CSRF and
-origin checks hold, a job name with markup renders as text; then in headless Debian chromium
-(driven by playwright, never a downloaded browser): rendering, a live update without reload,
-the job page, and logging in with a pasted `scontrol token`.
+data (a pending job, a node), identity is a JWT in X-SLURM-USER-TOKEN and nothing else (a
+cookie alone gets a shell page with no data, and no POST passes), a user sees no operator
+buttons and a user's forged POST is refused by the controller, a job name with markup renders
+as text; then in headless Debian chromium (driven by playwright, never a downloaded browser):
+rendering, a live update without reload, the job page, and logging in with a pasted `scontrol
+token` kept in sessionStorage (no cookie), from which the overview, a job page opened by
+address and an operator's action work.
 
 The HTTP server is the controller's own on RestPort when it serves one, else `pyslurm-lite
 restd`, else the dashboard alone (python -m pyslurm_lite.restd.dashboard): the same routes.
@@ -169,12 +171,6 @@ def dash(tmp_path_factory):
         cluster.down()
 
 
-def _csrf(html: str) -> str:
-    m = re.search(r'name="csrf" value="([0-9a-f]+)"', html)
-    assert m, "no CSRF token in the page"
-    return m.group(1)
-
-
 # ---- the HTML itself ---------------------------------------------------------------------------
 def test_the_raw_html_shows_a_pending_job_a_node_and_their_details(dash):
     job = dash.sbatch("--hold", "-J", "dash-held", "--wrap", "true")
@@ -189,19 +185,34 @@ def test_the_raw_html_shows_a_pending_job_a_node_and_their_details(dash):
     assert "Fair share per account" in html and "Recent failures" in html
 
 
-def test_without_a_token_a_login_page_says_how_to_get_one(dash):
-    st, _, html = dash.get("/")
-    assert st == 401 and "scontrol token" in html and 'action="/login"' in html
+def test_without_the_header_a_shell_page_and_a_login_page_say_how_to_get_in(dash):
+    job = dash.sbatch("--hold", "-J", "dash-shell", "--wrap", "true")
+    for path in ("/", f"/job/{job}"):
+        st, headers, html = dash.get(path)
+        assert st == 200 and 'id="shell"' in html and "dashboard.js" in html, (path, html[:300])
+        assert "dash-shell" not in html and "node1" not in html, f"{path}: data without a token"
+    st, _, html = dash.get("/login")
+    assert st == 200 and "scontrol token" in html and 'id="login-form"' in html
     st, _, body = dash.get("/dashboard/live")
     assert st == 401
+
+
+def test_a_cookie_alone_is_no_identity(dash):
+    """H2 of R1: the token is never a cookie (browsers send a host's cookies to all its ports)."""
+    job = dash.sbatch("--hold", "-J", "dash-cookie", "--wrap", "true")
+    st, headers, html = dash.get("/", cookie=dash.op_token)
+    assert st == 200 and "dash-cookie" not in html and 'id="shell"' in html
+    assert "Max-Age=0" in headers.get("Set-Cookie", ""), "the old release's cookie is erased"
+    assert dash.get("/dashboard/live", cookie=dash.op_token)[0] == 401
+    st, _, _ = dash.post(f"/job/{job}/action", {"action": "cancel"}, cookie=dash.op_token)
+    assert st == 401
+    assert dash.cluster.state(job) == "PENDING"
 
 
 def test_a_bad_token_is_refused_by_the_controller(dash):
     bad = dash.user_token[:-4] + ("AAAA" if not dash.user_token.endswith("AAAA") else "BBBB")
     st, _, html = dash.get("/", bad)
     assert st == 401 and "refused the token" in html, html[:500]
-    st, _, html = dash.post("/login", {"token": bad})
-    assert st == 401 and "refused the token" in html
 
 
 def test_the_live_endpoint_returns_the_sections_with_new_jobs(dash):
@@ -262,51 +273,42 @@ def test_an_operator_sees_action_buttons_and_a_user_does_not(dash):
 
 def test_an_operator_holds_releases_and_cancels_through_the_page(dash):
     job = dash.sbatch("-J", "dash-act", "--begin=now+1hour", "--wrap", "true")
-    _, _, html = dash.get("/", dash.op_token)
-    csrf = _csrf(html)
-    st, headers, _ = dash.post(f"/job/{job}/action", {"action": "hold", "csrf": csrf}, dash.op_token)
+    st, headers, _ = dash.post(f"/job/{job}/action", {"action": "hold"}, dash.op_token)
     assert st == 303 and headers["Location"].endswith(f"/job/{job}")
     assert "JobHeldAdmin" in dash.cluster.run(["squeue", "-h", "-j", str(job), "-o", "%r"]).stdout
-    dash.post(f"/job/{job}/action", {"action": "release", "csrf": csrf}, dash.op_token)
+    dash.post(f"/job/{job}/action", {"action": "release"}, dash.op_token)
     assert "Held" not in dash.cluster.run(["squeue", "-h", "-j", str(job), "-o", "%r"]).stdout
-    st, _, _ = dash.post(f"/job/{job}/action", {"action": "cancel", "csrf": csrf}, dash.op_token)
+    st, _, _ = dash.post(f"/job/{job}/action", {"action": "cancel"}, dash.op_token)
     assert st == 303 and wait_state(dash.cluster, job, "CANCELLED", 20).startswith("CANCELLED")
 
 
 def test_an_operator_drains_and_resumes_a_node(dash):
-    csrf = _csrf(dash.get("/", dash.op_token)[2])
-    st, _, _ = dash.post("/node/node2/action", {"action": "drain", "reason": "dash test",
-                                                 "csrf": csrf}, dash.op_token)
+    st, _, _ = dash.post("/node/node2/action", {"action": "drain", "reason": "dash test"},
+                         dash.op_token)
     assert st == 303
     r = dash.cluster.run(["sinfo", "-h", "-n", "node2", "-o", "%T|%E"])
     assert r.stdout.strip() in ("drained|dash test", "draining|dash test"), r.stdout
-    dash.post("/node/node2/action", {"action": "resume", "csrf": csrf}, dash.op_token)
+    dash.post("/node/node2/action", {"action": "resume"}, dash.op_token)
     assert "drain" not in dash.cluster.run(["sinfo", "-h", "-n", "node2", "-o", "%T"]).stdout
 
 
 def test_a_users_forged_post_is_refused_by_the_controller(dash):
     job = dash.sbatch("--hold", "-J", "dash-victim", "--wrap", "true")
-    csrf = _csrf(dash.get("/", dash.user_token)[2])  # the logout form's: a valid one
-    st, _, html = dash.post(f"/job/{job}/action", {"action": "cancel", "csrf": csrf}, dash.user_token)
+    st, _, html = dash.post(f"/job/{job}/action", {"action": "cancel"}, dash.user_token)
     assert st == 403 and "denied" in html.lower(), (st, html[:500])
-    st, _, html = dash.post("/node/node1/action", {"action": "drain", "csrf": csrf}, dash.user_token)
+    st, _, html = dash.post("/node/node1/action", {"action": "drain"}, dash.user_token)
     assert st == 403, (st, html[:500])
     assert dash.cluster.state(job) == "PENDING"
     assert "drain" not in dash.cluster.run(["sinfo", "-h", "-n", "node1", "-o", "%T"]).stdout
 
 
-def test_posts_without_the_csrf_token_or_from_another_origin_are_refused(dash):
-    job = dash.sbatch("--hold", "-J", "dash-csrf", "--wrap", "true")
-    csrf = _csrf(dash.get("/", dash.op_token)[2])
-    for form, origin in (({"action": "cancel"}, ""),
-                         ({"action": "cancel", "csrf": "0" * 64}, ""),
-                         ({"action": "cancel", "csrf": csrf}, "http://evil.example")):
-        st, _, html = dash.post(f"/job/{job}/action", form, dash.op_token, origin=origin)
-        assert st == 403 and "Refused" in html, (form, origin, st)
-    # a CSRF token is bound to its session's token: the user's does not pass with root's
-    user_csrf = _csrf(dash.get("/", dash.user_token)[2])
-    st, _, _ = dash.post(f"/job/{job}/action", {"action": "cancel", "csrf": user_csrf}, dash.op_token)
-    assert st == 403
+def test_posts_without_the_header_or_from_another_origin_are_refused(dash):
+    job = dash.sbatch("--hold", "-J", "dash-origin", "--wrap", "true")
+    st, _, _ = dash.post(f"/job/{job}/action", {"action": "cancel"})
+    assert st == 401
+    st, _, html = dash.post(f"/job/{job}/action", {"action": "cancel"}, dash.op_token,
+                            origin="http://evil.example")
+    assert st == 403 and "Refused" in html
     assert dash.cluster.state(job) == "PENDING"
 
 
@@ -320,16 +322,6 @@ def test_the_job_page_shows_facts_timeline_steps_and_usage(dash):
     assert 'href="/"' in html
     st, _, _ = dash.get("/job/99999999", dash.user_token)
     assert st == 404
-
-
-def test_login_with_a_pasted_token_sets_a_strict_httponly_cookie(dash):
-    st, headers, _ = dash.post("/login", {"token": f"SLURM_JWT={dash.user_token}\n"})
-    assert st == 303 and headers["Location"] == "/"
-    cookie = headers["Set-Cookie"]
-    assert "HttpOnly" in cookie and "SameSite=strict" in cookie.replace("Strict", "strict")
-    assert f"slurm_jwt={dash.user_token}" in cookie
-    st, _, html = dash.get("/", cookie=dash.user_token)
-    assert st == 200 and "Queue" in html and USER in html
 
 
 # ---- in headless chromium ----------------------------------------------------------------------
@@ -399,15 +391,49 @@ def test_chromium_job_page_and_operator_buttons(dash, browser):
     assert user.locator("button[value=cancel], button[value=drain]").count() == 0
 
 
-def test_chromium_login_with_a_pasted_token(dash, browser):
+def _log_in(browser, dash, token: str, path: str = "/"):
+    """A page of a context with no extra headers, logged in by pasting the token at `path`."""
     page = _page(browser)
-    page.goto(dash.base + "/", wait_until="load")
-    assert "scontrol token" in page.inner_text("body")
-    page.fill("#token", f"SLURM_JWT={dash.user_token}")
+    page.goto(dash.base + path, wait_until="load")
+    page.wait_for_selector("#token", timeout=10000)  # the shell sent it to the login page
+    page.fill("#token", f"SLURM_JWT={token}\n")
     page.click("#login-button")
-    page.wait_for_selector("table.queue", timeout=10000)
-    cookie = next(c for c in page.context.cookies() if c["name"] == "slurm_jwt")
-    assert cookie["httpOnly"] and cookie["sameSite"] == "Strict"
-    assert page.evaluate("document.cookie") == "", "the token is out of scripts' reach"
-    page.click("text=Log out")
+    return page
+
+
+def test_chromium_login_with_a_pasted_token_keeps_it_in_session_storage(dash, browser):
+    job = dash.sbatch("--hold", "-J", "dash-login", "--wrap", "true")
+    page = _log_in(browser, dash, dash.user_token)
+    page.wait_for_selector(f'tr[data-job="{job}"]', timeout=10000)
+    assert page.url == dash.base + "/"
+    assert page.evaluate("sessionStorage.getItem('slurm_jwt')") == dash.user_token
+    assert page.context.cookies() == [] and page.evaluate("document.cookie") == ""
+    page.goto(dash.base + f"/job/{job}", wait_until="load")  # a navigation: no header, a shell
+    page.wait_for_selector("#timeline", timeout=10000)
+    assert "submitted" in page.inner_text("#timeline") and "dash-login" in page.inner_text("h1")
+    page.click("#logout")
     page.wait_for_selector("#token", timeout=10000)
+    assert page.evaluate("sessionStorage.getItem('slurm_jwt')") is None
+    page.goto(dash.base + "/", wait_until="load")
+    page.wait_for_selector("#token", timeout=10000)  # logged out: the shell asks for a token
+
+
+def test_chromium_refuses_a_bad_pasted_token(dash, browser):
+    page = _log_in(browser, dash, dash.user_token[:-4] + "AAAA")
+    page.wait_for_selector("#login-error", timeout=10000)
+    assert "refused" in page.inner_text("#login-error")
+    assert page.evaluate("sessionStorage.getItem('slurm_jwt')") is None
+
+
+def test_chromium_an_operator_holds_a_job_with_the_kept_token(dash, browser):
+    job = dash.sbatch("-J", "dash-js-hold", "--begin=now+1hour", "--wrap", "true")
+    page = _log_in(browser, dash, dash.op_token, f"/job/{job}")
+    page.wait_for_selector('button[value="hold"]', timeout=10000)
+    page.click('button[value="hold"]')
+    deadline = time.monotonic() + 10
+    while "JobHeldAdmin" not in dash.cluster.run(["squeue", "-h", "-j", str(job), "-o", "%r"]).stdout:
+        assert time.monotonic() < deadline, "the hold POSTed by the script did not arrive"
+        time.sleep(0.3)
+    page.wait_for_function("document.querySelector('dd') !== null", timeout=10000)
+    assert page.url == dash.base + f"/job/{job}"
+    dash.cluster.run(["scancel", str(job)])

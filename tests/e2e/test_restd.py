@@ -268,6 +268,56 @@ def test_bad_submissions_are_400_and_submit_nothing(world, tokens, raw, words):
     assert world.cluster.run(["squeue", "-h", "-o", "%i"]).stdout == before
 
 
+def _raw_exchange(port: int, head: bytes, parts) -> tuple[bytes, bool]:
+    """Send head and then parts on one connection, stopping at the first the server refuses;
+    (all the server answered, whether it closed the connection after it)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=20) as s:
+        try:
+            s.sendall(head)
+            for part in parts:
+                s.sendall(part)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        answer = b""
+        try:
+            while got := s.recv(65536):  # to the end: the server closes after its answer
+                answer += got
+        except (ConnectionResetError, socket.timeout):
+            return answer, False
+        return answer, True
+
+
+def _head(path: str, token: str, length: str) -> bytes:
+    return (f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            f"X-SLURM-USER-TOKEN: {token}\r\n{length}\r\n").encode()
+
+
+@pytest.mark.parametrize("declared", [True, False], ids=["content-length", "chunked"])
+def test_an_oversized_body_is_413_without_being_read(world, tokens, declared):
+    """Refused by its Content-Length before a byte of it is read, or (chunked, no length) as
+    soon as the running total passes the limit; then the connection is closed, so the server
+    never reads the rest (here 100 MB declared, or chunks without end)."""
+    from pyslurm_lite.restd.app import MAX_BODY_BYTES
+    token, chunk = tokens[world.alice.pw_name], b"x" * 65536
+    if declared:
+        head = _head(f"{V}/job/submit", token, f"Content-Length: {100 << 20}\r\n")
+        parts = [chunk]  # 64 KiB of the 100 MB: the answer comes without the rest
+    else:
+        head = _head(f"{V}/job/submit", token, "Transfer-Encoding: chunked\r\n")
+        framed = b"%x\r\n%s\r\n" % (len(chunk), chunk)
+        parts = [framed] * (MAX_BODY_BYTES // len(chunk) + 1)  # just over; never the last chunk
+    began = time.monotonic()
+    answer, closed = _raw_exchange(world.port, head, parts)
+    assert answer.startswith(b"HTTP/1.1 413"), answer[:300]
+    head, _, text = answer.partition(b"\r\n\r\n")
+    # closed at once by its answer, not after the keep-alive timeout while it reads on
+    assert b"\r\nconnection: close" in head.lower() and closed, head
+    assert time.monotonic() - began < 15
+    doc = json.loads(text)
+    valid("v0.0.42_openapi_resp", doc)
+    assert doc["errors"][0]["error_number"] == 9001 and "over" in doc["errors"][0]["description"]
+
+
 # ---- resources --------------------------------------------------------------------------------
 @pytest.mark.parametrize("path, schema, key", [
     ("/nodes", "v0.0.42_openapi_nodes_resp", "nodes"),

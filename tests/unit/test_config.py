@@ -282,3 +282,21 @@ def test_keys_read_but_not_implemented_are_listed_for_the_daemons_warnings():
 
     config.warn_ignored(cfg, Log())
     assert seen[0] == "slurm.conf:1: routeplugin=route/topology: not implemented by pyslurm-lite, ignored"
+
+
+def test_a_database_password_in_a_readable_slurm_conf_is_warned_at_start(tmp_path, caplog):
+    import logging
+    from pyslurm_lite import config
+    conf = tmp_path / "slurm.conf"
+    for url, mode, warned in (("postgresql+psycopg://slurm:secret@db:5432/p", 0o644, True),
+                              ("postgresql+psycopg://slurm:secret@db:5432/p", 0o600, False),
+                              ("postgresql+psycopg://slurm@db:5432/p", 0o644, False)):
+        conf.write_text(f"ClusterName=c\nDatabaseURL={url}\nNodeName=n1 CPUs=1\n"
+                        "PartitionName=p Nodes=n1 Default=YES\n")
+        conf.chmod(mode)
+        caplog.clear()
+        with caplog.at_level(logging.WARNING):
+            config.warn_ignored(config.load(str(conf)), logging.getLogger("t"))
+        said = [r.getMessage() for r in caplog.records if "DatabaseURL holds a password" in r.getMessage()]
+        assert bool(said) == warned, (url, oct(mode), said)
+        assert all("secret" not in m for m in said)

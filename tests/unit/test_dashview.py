@@ -152,3 +152,88 @@ def test_background_keeps_an_error_as_the_answer():
 ])
 def test_the_gpus_a_pending_job_asks_for(spec, gpus):
     assert dashview.gpus_asked(spec) == gpus
+
+
+NAN, INF = float("nan"), float("inf")
+
+
+@pytest.mark.parametrize("row,cells", [
+    # root: no RawShares (-1), no FairShare, no LevelFS: blank cells as sshare prints them
+    (dict(account="root", raw_shares=-1, norm_shares=1.0, effective_usage=1.0, fairshare=NAN,
+          level_fs=NAN), ("", "1.000000", "1.000000", "", "")),
+    (dict(account="physics", parent="root", raw_shares=3, norm_shares=0.75, effective_usage=0.0,
+          fairshare=NAN, level_fs=INF), ("3", "0.750000", "0.000000", "", "inf")),
+    (dict(account="bio", parent="root", raw_shares=1, norm_shares=0.25, effective_usage=0.5,
+          fairshare=0.5, level_fs=0.5), ("1", "0.250000", "0.500000", "0.500000", "0.500000")),
+])
+def test_share_rows_leave_blank_what_sshare_leaves_blank(row, cells):
+    [got] = dashview.share_rows([pb.ShareRow(**row)])
+    assert (got["raw_shares"], got["norm_shares"], got["effective_usage"], got["fairshare"],
+            got["level_fs"]) == cells
+    assert "nan" not in " ".join(str(v) for v in got.values()).lower()
+
+
+# ---- who may call: the header only, sizes checked before reading (no controller needed: every
+# case here is refused before the dashboard would ask one) ---------------------------------------
+@pytest.fixture(scope="module")
+def web():
+    from starlette.testclient import TestClient
+
+    from pyslurm_lite import config
+    from pyslurm_lite.restd import dashboard
+    cfg = config.parse("ClusterName=unit\nSlurmctldHost=c(127.0.0.1:1)\n")
+    return TestClient(dashboard.app(cfg))
+
+
+def test_a_navigation_without_the_header_gets_a_shell_with_no_data(web):
+    r = web.get("/", headers={"Cookie": "slurm_jwt=abc.def.ghi"})  # the first release's cookie
+    assert r.status_code == 200 and 'id="shell"' in r.text and "<table" not in r.text
+    assert "dashboard.js" in r.text and "X-SLURM-USER-TOKEN" in r.headers["Vary"]
+    assert 'slurm_jwt=""' in r.headers["set-cookie"] and "Max-Age=0" in r.headers["set-cookie"]
+    assert web.get("/job/7").status_code == 200 and 'id="shell"' in web.get("/job/7").text
+
+
+@pytest.mark.parametrize("method,path", [
+    ("GET", "/dashboard/live"), ("POST", "/job/7/action"), ("POST", "/node/n1/action")])
+def test_a_cookie_alone_is_no_identity(web, method, path):
+    r = web.request(method, path, headers={"Cookie": "slurm_jwt=abc.def.ghi"},
+                    data={"action": "cancel"} if method == "POST" else None)
+    assert r.status_code == 401, r.text[:200]
+
+
+def test_the_login_form_never_posts_the_token_and_there_is_no_login_post(web):
+    page = web.get("/login").text
+    assert 'id="login-form" method="dialog"' in page and 'action="/login"' not in page
+    assert web.post("/login", data={"token": "abc"}).status_code == 405
+    assert web.post("/logout").status_code in (404, 405)  # logging out is the script's alone
+
+
+def test_a_form_over_the_limit_is_refused_before_it_is_read(web):
+    from pyslurm_lite.restd.dashboard import MAX_FORM
+    h = {"X-SLURM-USER-TOKEN": "abc.def.ghi", "Content-Type": "application/x-www-form-urlencoded"}
+    r = web.post("/job/7/action", headers=dict(h, **{"Content-Length": str(10**9)}), content=b"")
+    assert r.status_code == 413
+
+    def chunks():  # no Content-Length: the running total stops it
+        for _ in range(MAX_FORM // 1000 + 2):
+            yield b"a" * 1000
+    r = web.post("/job/7/action", headers=h, content=chunks())
+    assert r.status_code == 413
+    r = web.post("/job/7/action", headers=dict(h, **{"Content-Type": "text/plain"}), content=b"x")
+    assert r.status_code == 415
+
+
+def test_a_post_from_another_origin_is_refused(web):
+    r = web.post("/job/7/action", data={"action": "cancel"},
+                 headers={"X-SLURM-USER-TOKEN": "abc.def.ghi", "Origin": "http://evil.example"})
+    assert r.status_code == 403
+
+
+def test_the_dashboards_clients_never_call_with_this_processs_own_identity():
+    """L1 of R1: a Client without the caller's token would take one from the auth socket, as
+    this (root) process; the dashboard's Clients get a socket path that cannot exist."""
+    from pyslurm_lite import config
+    from pyslurm_lite.restd.app import NO_AUTH_SOCKET
+    from pyslurm_lite.restd.dashboard import Dashboard
+    cfg = config.parse("ClusterName=unit\nSlurmctldHost=c(127.0.0.1:1)\n")
+    assert Dashboard(cfg).client("abc.def.ghi").cfg.auth_socket == NO_AUTH_SOCKET

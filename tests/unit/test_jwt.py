@@ -172,6 +172,20 @@ def test_key_owned_by_another_user_is_refused(tmp_path):
         jwt.load_key(str(path))
 
 
+def test_only_a_lone_controller_or_the_primary_makes_the_key(tmp_path):
+    pair = Config(state_save_location=str(tmp_path), auth_alt_types=["auth/jwt"],
+                  controller_hosts=[("c1", "10.0.0.1", 0), ("c2", "10.0.0.2", 0)])
+    path = jwt.key_path(pair)
+    with pytest.raises(jwt.KeyMissing, match="backup controller .*index 1"):
+        jwt.cluster_key(pair, 1)
+    assert not os.path.lexists(path)
+    key = jwt.cluster_key(pair, 0)
+    assert len(key) == jwt.KEY_BYTES and stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    alone = Config(state_save_location=str(tmp_path / "alone"), auth_alt_types=["auth/jwt"],
+                   controller_hosts=[("c1", "10.0.0.1", 0)])
+    assert len(jwt.cluster_key(alone, 1)) == jwt.KEY_BYTES  # no pair: index means nothing
+
+
 def test_short_key_is_refused(tmp_path):
     path = tmp_path / "jwt.key"
     path.write_bytes(b"short")
@@ -183,6 +197,8 @@ def test_short_key_is_refused(tmp_path):
 # ---- who may have a token for whom ----------------------------------------------------------------
 ALICE = Caller(uid=1001, user="alice")
 OPERATOR = Caller(uid=0, user="root", operator=True)
+SLURM_USER = Caller(uid=64030, user="slurm", operator=True)  # the cfg fixture's SlurmUser
+ADMIN = Caller(uid=1002, user="carol", operator=True)  # an operator by AdminUsers only
 
 
 def _pwnam(name):
@@ -193,7 +209,8 @@ def _pwnam(name):
 
 @pytest.fixture
 def cfg(tmp_path):
-    return Config(state_save_location=str(tmp_path), auth_alt_types=["auth/jwt"])
+    return Config(state_save_location=str(tmp_path), auth_alt_types=["auth/jwt"],
+                  slurm_user="slurm")
 
 
 @pytest.mark.parametrize("caller,user_name,lifespan,want_user,want_span", [
@@ -201,7 +218,9 @@ def cfg(tmp_path):
     (ALICE, "alice", 60, "alice", 60),
     (ALICE, "", token_mgr.MAX_LIFESPAN, "alice", token_mgr.MAX_LIFESPAN),
     (OPERATOR, "bob", 0, "bob", 1800),
-    (OPERATOR, "", token_mgr.MAX_OPERATOR_LIFESPAN, "root", token_mgr.MAX_OPERATOR_LIFESPAN),
+    (OPERATOR, "", token_mgr.MAX_SLURM_USER_LIFESPAN, "root", token_mgr.MAX_SLURM_USER_LIFESPAN),
+    (SLURM_USER, "bob", token_mgr.MAX_SLURM_USER_LIFESPAN, "bob", token_mgr.MAX_SLURM_USER_LIFESPAN),
+    (ADMIN, "", token_mgr.MAX_LIFESPAN, "carol", token_mgr.MAX_LIFESPAN),
 ])
 def test_issued(cfg, caller, user_name, lifespan, want_user, want_span):
     got = token_mgr.issue(cfg, caller, False, user_name, lifespan, NOW, getpwnam=_pwnam)
@@ -217,6 +236,13 @@ def test_issued(cfg, caller, user_name, lifespan, want_user, want_span):
     (ALICE, False, "", token_mgr.MAX_LIFESPAN + 1, InvalidRequest, "time limit is invalid"),
     (ALICE, False, "", -5, InvalidRequest, "time limit is invalid"),
     (OPERATOR, False, "", 2**31 - 2, InvalidRequest, "time limit is invalid"),
+    # Slurm: only root and SlurmUser get tokens for others; AdminUsers do not
+    (ADMIN, False, "bob", 0, PermissionDenied, "only root and SlurmUser"),
+    # ours: root's token (every user's rights) only to root
+    (SLURM_USER, False, "root", 0, PermissionDenied, "only root may get a token for root"),
+    (ADMIN, False, "", token_mgr.MAX_LIFESPAN + 1, InvalidRequest, "time limit is invalid"),
+    (OPERATOR, False, "", token_mgr.MAX_SLURM_USER_LIFESPAN + 1, InvalidRequest,
+     "time limit is invalid"),
 ])
 def test_refused(cfg, caller, by_jwt, user_name, lifespan, error, text):
     with pytest.raises(error, match=text):

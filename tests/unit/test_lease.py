@@ -1,11 +1,18 @@
-"""The control lease on a real SQLite file: two controllers' Lease objects, one store."""
+"""The control lease on a real SQLite file: two controllers' Lease objects, one store. On a real
+PostgreSQL server (the `postgres` fixture): the lease kept by the database's clock, and the
+session limits that turn a hanging statement into a failure."""
 
 from __future__ import annotations
 
-import pytest
+import threading
+import time
 
-from pyslurm_lite.controller.lease import TAKEOVER_GRACE, Lease, LeaseLost
-from pyslurm_lite.controller.store import Store
+import pytest
+import sqlalchemy as sa
+
+from pyslurm_lite.controller import migrations
+from pyslurm_lite.controller.lease import TAKEOVER_GRACE, Lease, LeaseLost, lease_table
+from pyslurm_lite.controller.store import Store, open_engine
 from pyslurm_lite.model import Reservation
 
 TTL = 10.0
@@ -71,3 +78,87 @@ def test_a_holders_own_stale_request_does_not_depose_it(pair):
     assert primary.acquire(100.0)
     primary.request_takeover()
     assert primary.renew(101.0) == Lease.RENEWED
+
+
+def test_the_lease_table_comes_from_a_migration(tmp_path):
+    """Created under the migration lock (L2), not by whichever controller starts first."""
+    engine = open_engine(f"sqlite:///{tmp_path / 'state.db'}")
+    migrations.upgrade(engine)
+    with engine.connect() as conn:
+        assert sa.inspect(conn).has_table("controller_lease")
+        assert conn.execute(sa.select(lease_table.c.holder)).scalars().all() == [-1]
+    engine.dispose()
+
+
+# ---- PostgreSQL ---------------------------------------------------------------------------------
+@pytest.fixture
+def pg_pair(postgres):
+    url = postgres.new_database("lease")
+    primary, backup = Lease(url, 0, TTL), Lease(url, 1, TTL)
+    yield url, primary, backup
+    primary.close()
+    backup.close()
+
+
+def test_on_postgresql_the_lease_keeps_the_servers_time_not_the_hosts(pg_pair):
+    """A backup whose clock runs 1000 s ahead (or a primary's that runs behind) changes nothing:
+    the times in the row are the server's."""
+    _, primary, backup = pg_pair
+    assert primary.acquire(time.time() - 1000)
+    holder = backup.holder(time.time() + 1000)
+    assert holder.live and abs(holder.expires_at - (time.time() + TTL)) < 2
+    assert not backup.acquire(time.time() + 1000)
+    assert primary.renew(0.0) == Lease.RENEWED
+
+
+def test_on_postgresql_a_lock_wait_fails_within_the_leases_timeout(pg_pair):
+    """A session holding the lease row (a cut-off fence's FOR SHARE) makes an acquisition fail
+    in seconds, for a retry, instead of hanging the controller's lease thread."""
+    url, _, backup = pg_pair
+    blocker, outcome = sa.create_engine(url), []
+
+    def acquire():
+        try:
+            outcome.append(backup.acquire(0.0))
+        except sa.exc.OperationalError as e:
+            outcome.append(e)
+    with blocker.begin() as conn:
+        conn.execute(sa.select(lease_table).with_for_update())
+        attempt = threading.Thread(target=acquire)
+        attempt.start()
+        attempt.join(TTL / 4 + 2)  # not hanging: it ends (and the blocker lets go) either way
+    attempt.join()
+    blocker.dispose()
+    assert len(outcome) == 1 and "timeout" in str(outcome[0]), outcome
+
+
+def test_on_postgresql_every_session_has_server_side_limits(pg_pair):
+    url, _, backup = pg_pair
+    store = Store(url)
+    want = {"statement_timeout": "1min", "lock_timeout": "10s",
+            "idle_in_transaction_session_timeout": "15s", "tcp_keepalives_idle": "10"}
+    with store.engine.connect() as conn:
+        assert {k: conn.exec_driver_sql(f"SHOW {k}").scalar() for k in want} == want
+    with backup.engine.connect() as conn:  # a renewal must fail well within the TTL
+        assert conn.exec_driver_sql("SHOW statement_timeout").scalar() == "2500ms"
+    store.close()
+
+
+def test_on_postgresql_two_controllers_starting_together_both_start(postgres):
+    url = postgres.new_database("race")
+    errors, leases = [], []
+
+    def start(index):
+        try:
+            leases.append(Lease(url, index, TTL))
+        except Exception as e:  # noqa: BLE001 (the very failure looked for)
+            errors.append(e)
+    threads = [threading.Thread(target=start, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert sum(lease.acquire(0.0) for lease in leases) == 1
+    for lease in leases:
+        lease.close()

@@ -242,12 +242,14 @@ def test_clients_carry_the_callers_token_and_cannot_fall_back_to_root():
     from pyslurm_lite.restd import app
     cfg = parse("SlurmctldHost=localhost(127.0.0.1)\nSlurmctldPort=1\n")
     pool = app._Clients(cfg)
-    with pytest.raises(RestError) as e:
-        pool.get("")
+    with pytest.raises(RestError) as e, pool.lease(""):
+        pass
     assert e.value.status == 401
-    client = pool.get("a.b.c")
-    assert client.token == "a.b.c" and client.cfg.auth_socket == app.NO_AUTH_SOCKET
-    assert pool.get("a.b.c") is client
+    with pool.lease("a.b.c") as client:
+        assert client.token == "a.b.c" and client.cfg.auth_socket == app.NO_AUTH_SOCKET
+    with pool.lease("a.b.c") as again, pool.lease("a.b.c", 0) as one:
+        assert again is client and one.token == "a.b.c" and one is not client
+        assert one.cfg.auth_socket == app.NO_AUTH_SOCKET and one.timeout == app.PING_TIMEOUT
     # were a call ever made without the token, it fails closed instead of fetching root's
     with pytest.raises(Unauthenticated, match="no auth socket"):
         Client(client.cfg).ping()
