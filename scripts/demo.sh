@@ -23,6 +23,8 @@ echo "job $id: $state"
 echo "---- $DIR/work/hello-$id.out"
 cat "hello-$id.out"
 echo
+rest=$(sed -n 's/^RestPort=\([0-9]*\).*/\1/p' "$PYSLURM_LITE_CONF" | tail -1)
+[ -z "$rest" ] || [ "$rest" = 0 ] || echo "Dashboard and slurmrestd's API: http://127.0.0.1:$rest/ (log in with the output of: scontrol token)"
 echo "The cluster keeps running. Try:  export PYSLURM_LITE_CONF=$PYSLURM_LITE_CONF PATH=$PATH"
 echo "Stop it with:                   pyslurm-lite cluster down --dir $DIR"
 [ "$state" = COMPLETED ]

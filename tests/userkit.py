@@ -15,6 +15,7 @@ from __future__ import annotations
 import atexit
 import os
 import pwd
+import re
 import secrets
 import shutil
 import signal
@@ -156,3 +157,17 @@ def _copy_console_scripts(src_bin: str, dst_bin: str) -> None:
         with open(dst, "wb") as f:
             f.write(f"#!{dst_bin}/python\n".encode() + rest)
         os.chmod(dst, 0o755)
+
+
+def run_cli(user: pwd.struct_passwd, bin_dir: str, conf, cmd: str) -> subprocess.CompletedProcess:
+    """`cmd` run by bash as `user` in their home, our commands first on PATH, the cluster's conf."""
+    env = user_env(user, PATH=f"{bin_dir}:/usr/local/bin:/usr/bin:/bin", PYSLURM_LITE_CONF=str(conf))
+    return as_user(user, cmd, env=env, cwd=user.pw_dir)
+
+
+def token_of(user: pwd.struct_passwd, bin_dir: str, conf) -> str:
+    """The JWT `scontrol token` prints for `user` (SLURM_JWT=..., Slurm's output, nothing else)."""
+    r = run_cli(user, bin_dir, conf, "scontrol token")
+    assert r.returncode == 0 and r.stderr == "", (r.stdout, r.stderr)
+    assert re.fullmatch(r"SLURM_JWT=\S+\n", r.stdout), r.stdout
+    return r.stdout.strip().split("=", 1)[1]

@@ -131,7 +131,9 @@ class Agent:
 
     # ---- the link -----------------------------------------------------------------------------
     def _md(self, method: str) -> tuple:
-        return daemon_metadata(self.key, self.scope, method)
+        """A daemon token for `method` at the controller self.stub calls (bound to its line)."""
+        return daemon_metadata(self.key, self.scope,
+                               tokens.daemon_method(method, self.stubs.index(self.stub)))
 
     def _report(self, event: dict) -> None:
         self.journal.record(event)  # durable before it is queued: an agent crash keeps it

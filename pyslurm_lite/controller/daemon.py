@@ -194,7 +194,8 @@ class Controller:
             sender = tokens.daemon_sender(token)
             if not sender.startswith("node:") or sender[5:] not in cfg.nodes:
                 raise tokens.AuthError("missing or malformed daemon token (cluster key)")
-            tokens.verify_daemon_token(token, keyring.key_for(sender), sender, method, replays)
+            tokens.verify_daemon_token(token, keyring.key_for(sender), sender,
+                                       tokens.daemon_method(method, self.index), replays)
             return sender
 
         names = controller_pb2.DESCRIPTOR.services_by_name["Controller"].methods_by_name
@@ -244,7 +245,8 @@ class Controller:
         controller_pb2_grpc.add_ControllerServicer_to_server(servicer, self.server)
         port = bind_port(self.server, bind or address, self.cfg)
         self.server.start()
-        self.rest = start_rest(self.cfg, address.rsplit(":", 1)[0], fatal=self.store.fence is None)
+        self.rest = start_rest(own_controller_only(self.cfg, self.index), address.rsplit(":", 1)[0],
+                               fatal=self.store.fence is None)
         self.authsock = self.auth_socket(keyring)
         self.authsock.start()
         for loop in (self._scheduler_loop, self._monitor_loop):
@@ -284,6 +286,15 @@ def sched_config(cfg) -> SchedConfig:
     return SchedConfig(backfill=kind == "sched/backfill", conservative="bf_conservative" in params,
                        max_job_test=max_job_test, preempt_type=cfg.preempt_type,
                        preempt_mode=cfg.preempt_mode, preempt_exempt_time=cfg.preempt_exempt_time)
+
+
+def own_controller_only(cfg, index: int):
+    """The configuration the in-process REST server and dashboard call with: this controller
+    alone. Callers' JWTs name no controller, so one sent to another SlurmctldHost's port (a dead
+    one a local user may be listening on) could be replayed here; asked here, they never leave."""
+    if len(cfg.controller_hosts) < 2:
+        return cfg
+    return dataclasses.replace(cfg, controller_hosts=[cfg.controller_hosts[index]])
 
 
 def start_rest(cfg, host: str, fatal: bool):

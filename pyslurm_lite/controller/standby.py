@@ -54,6 +54,9 @@ WATCH_PERIOD = 0.1  # seconds between the watchdog's looks at the renewal deadli
 # seconds a backup, just started, leaves the lease to the primary (both start together: the
 # primary should be the one in control, as in Slurm)
 BACKUP_START_GRACE = 5.0
+# seconds a backup waits for its primary's JWT key (made at the primary's first start, which a
+# slow PostgreSQL migration may delay) before a missing key stops it
+JWT_KEY_WAIT = 30.0
 # set in the environment of a controller that stepped down and re-executed itself: a primary
 # started afresh resumes control from a backup (as Slurm's does), one that stepped down does not
 STEPPED_DOWN_ENV = "PYSLURM_LITE_STEPPED_DOWN"
@@ -160,7 +163,7 @@ class Role:
         log.info("controller %s (SlurmctldHost index %d) in standby on %s", self.name, self.index,
                  self.address)
 
-    def _jwt_acceptor(self, wait: float = BACKUP_START_GRACE):
+    def _jwt_acceptor(self, wait: float = JWT_KEY_WAIT):
         """jwt.acceptor for this line. A backup started beside its primary on one host (`cluster
         up --backup-controller`) waits a little for the primary to make the key; then a missing
         key is the start-up error naming the file to copy (a backup never makes its own)."""

@@ -250,8 +250,15 @@ def _private_sqlite_file(database: str | None) -> None:
     path = os.path.abspath(database)
     os.makedirs(os.path.dirname(path), exist_ok=True)
     # Job scripts and environments are private: the file (and the -wal/-shm files SQLite
-    # creates with the same mode) is readable by the controller's user alone.
-    os.close(os.open(path, os.O_CREAT | os.O_RDWR, 0o600))
+    # creates with the same mode) is readable by the controller's user alone. Only a missing
+    # file is opened here: closing any descriptor of a database this process already uses drops
+    # every POSIX lock SQLite holds on it, and another process (the other controller of a pair)
+    # then takes itself for the last user, checkpoints and deletes the -wal and -shm files
+    # under us — from then on each process writes a WAL the other cannot see.
+    try:
+        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o600))
+    except FileExistsError:
+        pass
     os.chmod(path, 0o600)
 
 

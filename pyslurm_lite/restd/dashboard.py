@@ -34,6 +34,7 @@ from collections import OrderedDict
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
+import anyio
 import jinja2
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
@@ -43,7 +44,7 @@ from starlette.staticfiles import StaticFiles
 
 from ..errors import NotFound, PermissionDenied, SlurmError, Unauthenticated
 from . import dashcache, dashjob, dashview
-from .app import without_own_identity
+from .app import BODY_PATIENCE, without_own_identity
 
 HERE = Path(__file__).resolve().parent
 TOKEN_HEADER = "x-slurm-user-token"
@@ -118,8 +119,8 @@ class Dashboard:
                 Client(self.client_cfg, token=token, transport="grpcio")
             self._clients[token] = c
             while len(self._clients) > CLIENTS_KEPT:
-                self._clients.popitem(last=False)
-        return c
+                self._clients.popitem(last=False)  # not closed: a request may still use it (the
+        return c                                   # garbage collector closes its channel)
 
     def is_operator(self, name: str) -> bool:
         return bool(name) and (name == "root" or name == self.cfg.slurm_user
@@ -312,10 +313,13 @@ async def read_form(request: Request) -> dict[str, str] | Response:
     if declared and (not declared.isdigit() or int(declared) > MAX_FORM):
         return _refusal(413, f"Refused: a form over {MAX_FORM} bytes.")
     body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > MAX_FORM:
-            return _refusal(413, f"Refused: a form over {MAX_FORM} bytes.")
+    with anyio.move_on_after(BODY_PATIENCE) as patience:  # a trickled body holds no slot for ever
+        async for chunk in request.stream():
+            body += chunk
+            if len(body) > MAX_FORM:
+                return _refusal(413, f"Refused: a form over {MAX_FORM} bytes.")
+    if patience.cancelled_caught:
+        return _refusal(408, f"Refused: the form took over {BODY_PATIENCE:g} seconds to arrive.")
     return {k: v[0] for k, v in parse_qs(body.decode(errors="replace")).items()}
 
 

@@ -147,6 +147,13 @@ def daemon_sender(token: str) -> str:
     return parts[1] if len(parts) == 6 and parts[0] == DAEMON_VERSION else ""
 
 
+def daemon_method(method: str, index: int) -> str:
+    """What a daemon token names for a call of `method` to controller line `index`: the method
+    alone for the primary (a lone controller's tokens unchanged), method@slurmctld/N for a backup,
+    so a token a fake controller collected on a dead one's port is refused by the live one."""
+    return method if index == 0 else f"{method}@{controller_audience(index)}"
+
+
 def verify_daemon_token(token: str, key: bytes, sender: str, method: str, replays: Replays,
                         now: float | None = None) -> None:
     parts = token.split("|")

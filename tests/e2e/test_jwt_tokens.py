@@ -7,7 +7,6 @@ without AuthAltTypes=auth/jwt refusing the very same token."""
 from __future__ import annotations
 
 import os
-import re
 import stat
 import subprocess
 import time
@@ -24,7 +23,7 @@ from pyslurm_lite.rpc import jwt
 
 from conftest import Cluster, configured_cluster, wait_final, wait_state
 from test_authz import _open_up
-from userkit import as_user, drop_user, make_user, need_root, user_env, user_venv
+from userkit import drop_user, make_user, need_root, run_cli, token_of, user_venv
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]
 
@@ -40,15 +39,10 @@ class World:
     cfg: object
 
     def run(self, user, cmd: str) -> subprocess.CompletedProcess:
-        env = user_env(user, PATH=f"{self.bin_dir}:/usr/local/bin:/usr/bin:/bin",
-                       PYSLURM_LITE_CONF=str(self.cluster.conf))
-        return as_user(user, cmd, env=env, cwd=user.pw_dir)
+        return run_cli(user, self.bin_dir, self.cluster.conf, cmd)
 
     def token(self, user) -> str:
-        r = self.run(user, "scontrol token")
-        assert r.returncode == 0 and r.stderr == "", (r.stdout, r.stderr)
-        assert re.fullmatch(r"SLURM_JWT=\S+\n", r.stdout), r.stdout
-        return r.stdout.strip().split("=", 1)[1]
+        return token_of(user, self.bin_dir, self.cluster.conf)
 
     def held_job(self, user) -> int:
         r = self.run(user, "sbatch --parsable --hold --wrap true")

@@ -23,7 +23,7 @@ from pyslurm_lite.restd import openapi
 
 from conftest import PYSLURM_LITE, Cluster, cli_env, start_cluster, wait_final, wait_state
 from test_authz import _open_up
-from userkit import as_user, drop_user, make_user, need_root, user_env, user_venv
+from userkit import drop_user, make_user, need_root, run_cli, token_of, user_venv
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]
 pytest.importorskip("jsonschema")
@@ -41,15 +41,10 @@ class World:
     port: int
 
     def run(self, user, cmd: str) -> subprocess.CompletedProcess:
-        env = user_env(user, PATH=f"{self.bin_dir}:/usr/local/bin:/usr/bin:/bin",
-                       PYSLURM_LITE_CONF=str(self.cluster.conf))
-        return as_user(user, cmd, env=env, cwd=user.pw_dir)
+        return run_cli(user, self.bin_dir, self.cluster.conf, cmd)
 
     def token(self, user) -> str:
-        r = self.run(user, "scontrol token")
-        if r.returncode != 0 or not r.stdout.startswith("SLURM_JWT="):
-            pytest.skip(f"scontrol token does not work yet: {r.stdout}{r.stderr}")
-        return r.stdout.strip().split("=", 1)[1]
+        return token_of(user, self.bin_dir, self.cluster.conf)
 
     def http(self, method: str, path: str, user=None, token=None, body=None, raw=None):
         """(status, parsed JSON or None); user/token as headers when given."""

@@ -117,3 +117,32 @@ def test_an_agent_leaves_a_controller_that_has_not_taken_its_registration(regist
     agent.stub, agent.instance = "primary", "i1" if registered else ""
     agent._call_failed(code, "no")
     assert agent.stub == ("backup" if moves else "primary") and agent.instance == ""
+
+
+@pytest.mark.parametrize("index", [0, 1])
+def test_an_agents_daemon_token_is_good_at_the_controller_it_was_made_for_only(run_dir, index):
+    """A daemon token a listener on one controller's port collected is refused by the other."""
+    cfg = _cfg(run_dir)
+    cfg.nodes = {"node1": object()}
+    ring = keys.load_or_create(cfg.key_path)
+    auth = _controller(cfg, index).authenticator(ring)
+    node_key = ring.key_for("node:node1")
+
+    def token(for_index):
+        method = tokens.daemon_method("ReportJobEvents", for_index)
+        return [(AUTH_KEY, tokens.make_daemon_token(node_key, "node:node1", method))]
+    assert auth.authenticate("ReportJobEvents", token(index)).daemon == "node:node1"
+    with pytest.raises(tokens.AuthError, match="daemon token of node:node1 for"):
+        auth.authenticate("ReportJobEvents", token(1 - index))
+
+
+def test_the_in_process_rest_server_calls_its_own_controller_only(run_dir):
+    """Callers' JWTs name no controller: the REST server inside a controller of a pair never
+    sends one to the other's port (a dead one a local user may listen on)."""
+    from pyslurm_lite import config
+    cfg = config.parse("ClusterName=c\nSlurmctldHost=head1(127.0.0.1)\nSlurmctldHost=head2(127.0.0.2)\n"
+                       "SlurmctldPort=7000\n")
+    for index, target in ((0, "127.0.0.1:7000"), (1, "127.0.0.2:7000")):
+        assert ctl_daemon.own_controller_only(cfg, index).controller_targets == [target]
+    lone = config.parse("ClusterName=c\nSlurmctldHost=head1(127.0.0.1)\n")
+    assert ctl_daemon.own_controller_only(lone, 0) is lone

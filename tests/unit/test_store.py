@@ -222,3 +222,55 @@ def test_job_history_filters_by_id_span_user_and_time(db):
     assert ids(store.job_history(ended_after=150.0)) == [2, 3]  # 3 has not ended
     assert ids(store.job_history(submitted_before=50.0)) == []
     store.close()
+
+
+def test_opening_the_database_again_keeps_the_other_processes_view(tmp_path):
+    """The Store of a controller of a pair opens the SQLite file its control lease already
+    holds: that must not drop this process's SQLite locks (closing any descriptor of the file
+    drops them all), or the next process to close its connection takes itself for the last
+    user and deletes the -wal and -shm under us; from then on each side writes a WAL the other
+    cannot see (seen: both controllers of a pair in control at once)."""
+    import subprocess
+    import sys
+
+    import sqlalchemy as sa
+
+    from pyslurm_lite.controller.store import open_engine
+    path = str(tmp_path / "state.db")
+    url = f"sqlite:///{path}"
+    mine = open_engine(url)
+    with mine.begin() as conn:
+        conn.execute(sa.text("CREATE TABLE t (v INTEGER)"))
+        conn.execute(sa.text("INSERT INTO t VALUES (1)"))
+    held = mine.connect()  # a running controller keeps pooled connections open
+    held.execute(sa.text("SELECT 1")).all()
+    open_engine(url).dispose()  # the Store, opened after the lease
+
+    subprocess.run([sys.executable, "-c", "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); "
+                    "c.execute('SELECT max(v) FROM t').fetchone(); c.close()", path], check=True)
+    # the other controller: connected throughout, writes 5, then reads what is there
+    other = subprocess.Popen(
+        [sys.executable, "-c", "import sqlite3, sys\n"
+         "c = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
+         "for line in sys.stdin:\n"
+         "    if int(line): c.execute('INSERT INTO t VALUES (?)', (int(line),))\n"
+         "    print(c.execute('SELECT max(v) FROM t').fetchone()[0], flush=True)\n", path],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+    def ask(value: int) -> str:
+        other.stdin.write(f"{value}\n")
+        other.stdin.flush()
+        return other.stdout.readline().strip()
+    try:
+        assert ask(5) == "5"
+        with mine.connect() as conn:
+            seen_here = conn.execute(sa.text("SELECT max(v) FROM t")).scalar()
+        with mine.begin() as conn:
+            conn.execute(sa.text("INSERT INTO t VALUES (7)"))
+        seen_there = ask(0)
+    finally:
+        other.stdin.close()
+        other.wait(10)
+        held.close()
+        mine.dispose()
+    assert (seen_here, seen_there) == (5, "7"), "the two processes no longer see each other's commits"
