@@ -8,6 +8,9 @@ own pass also builds the snapshot from its state: `--controller` times that too 
 over a SQLite file holding the same jobs).
 
     python bench/bench_sched.py [--sizes 1000,10000,100000] [--repeat 3]
+
+It ends with the cost of the projected starts (sched/projection.py) on 500 pending jobs and 20
+nodes: the same pass with the projection and without it.
 """
 
 from __future__ import annotations
@@ -28,9 +31,9 @@ NODES, CPUS, MEM, GPUS = 64, 32, 256_000, 4
 NOW = 1_800_000_000.0
 
 
-def cluster(rng: random.Random):
+def cluster(rng: random.Random, count: int = NODES):
     nodes, running = [], []
-    for i in range(NODES):
+    for i in range(count):
         name = f"node{i + 1:02d}"
         used_cpus, used_gpus = rng.choice((24, 28, 30, 32)), rng.randint(2, 4)
         running.append(RunningView(10_000_000 + i, (NodeAllocation(name, used_cpus, used_cpus * 4000,
@@ -55,9 +58,9 @@ def pending(n: int, rng: random.Random):
     return jobs
 
 
-def snapshot_of(n: int, seed: int = 7) -> Snapshot:
+def snapshot_of(n: int, seed: int = 7, count: int = NODES) -> Snapshot:
     rng = random.Random(seed)
-    nodes, running = cluster(rng)
+    nodes, running = cluster(rng, count)
     part = PartitionView("main", tuple(n.name for n in nodes))
     return Snapshot(jobs=tuple(pending(n, rng)), nodes=tuple(nodes), partitions={"main": part},
                     running=tuple(running))
@@ -92,6 +95,26 @@ def main() -> None:
             best, plan = timed(lambda: schedule(snap, NOW, config), args.repeat)
             print(f"{n:>8} | {label:<34} | {best * 1000:>8.1f} | {len(plan.starts):>6} | "
                   f"{len(plan.reservations):>8}")
+    projection_cost(args.repeat)
+
+
+def projection_cost(repeat: int, pending_jobs: int = 500, count: int = 20) -> None:
+    """The pass with and without its projected starts (Snapshot.project_starts, which the
+    controller sets once every bf_interval seconds)."""
+    import dataclasses
+    snap = snapshot_of(pending_jobs, count=count)
+    projecting = dataclasses.replace(snap, project_starts=True)
+    print(f"\nprojected starts, {pending_jobs} pending on {count} nodes, best of {repeat}")
+    print(f"{'policy':<34} | {'without ms':>10} | {'with ms':>8} | {'projected':>9} | {'cut':>4}")
+    print(f"{'-' * 34}-+-{'-' * 10}-+-{'-' * 8}-+-{'-' * 9}-+-{'-' * 4}")
+    for label, config in (("easy, bf_max_job_test=500", SchedConfig(max_job_test=500)),
+                          ("easy, bf_max_job_test=100", SchedConfig(max_job_test=100)),
+                          ("conservative, bf_max_job_test=500",
+                           SchedConfig(conservative=True, max_job_test=500))):
+        without, _ = timed(lambda: schedule(snap, NOW, config), repeat)
+        with_it, plan = timed(lambda: schedule(projecting, NOW, config), repeat)
+        print(f"{label:<34} | {without * 1000:>10.1f} | {with_it * 1000:>8.1f} | "
+              f"{len(plan.projected):>9} | {len(plan.unprojected):>4}")
 
 
 if __name__ == "__main__":

@@ -146,6 +146,10 @@ class Config:
     topology_plugin: str = "topology/none"  # TopologyPlugin: topology/tree reads topology.conf
     topology: object = None  # topology.Topology when topology/tree, else None
     max_switch_wait: int = 300  # SchedulerParameters=max_switch_wait= (seconds): --switches' wait cap
+    bf_window: int = 1440  # SchedulerParameters=bf_window= (minutes): how far starts are projected
+    bf_interval: int = 30  # SchedulerParameters=bf_interval= (seconds): how often they are projected
+    # SchedulerParameters=sched_policy= (ours): a name of sched/policy.POLICIES; easy is EASY
+    sched_policy: str = "easy"
     extra: dict[str, str] = field(default_factory=dict)
     # "file:line: Key=Value" of every key read but not implemented: daemons warn with each
     ignored: list[str] = field(default_factory=list)
@@ -626,8 +630,32 @@ def _validate(cfg: Config) -> None:
     _validate_rlimits(cfg)
     from .topology import max_switch_wait
     cfg.max_switch_wait = max_switch_wait(cfg.scheduler_parameters, cfg.path)
+    cfg.bf_window = _bf_param("bf_window", 1440, 43200, cfg)
+    cfg.bf_interval = _bf_param("bf_interval", 30, 10800, cfg)
+    cfg.sched_policy = _sched_policy(cfg)
     if cfg.nodes and not cfg.partitions:
         raise ConfigError(f"{cfg.path}: no PartitionName line: jobs would have nowhere to run")
+
+
+def _bf_param(key: str, default: int, most: int, cfg: Config) -> int:
+    """SchedulerParameters=bf_window=MINUTES (1 to 43200, default 1440) or bf_interval=SECONDS
+    (1 to 10800, default 30): Slurm's ranges and defaults."""
+    text = cfg.scheduler_parameters.get(key)
+    if text is None:
+        return default
+    if not re.fullmatch(r"[0-9]{1,5}", text.strip()) or not 1 <= int(text) <= most:
+        raise ConfigError(f"{cfg.path}: bad {key}={text} (1 to {most})")
+    return int(text)
+
+
+def _sched_policy(cfg: Config) -> str:
+    """SchedulerParameters=sched_policy=NAME: one of sched/policy.POLICIES (default easy)."""
+    from .sched.policy import POLICIES
+    name = cfg.scheduler_parameters.get("sched_policy", "easy")
+    if name not in POLICIES:
+        raise ConfigError(f"{cfg.path}: unknown SchedulerParameters=sched_policy={name}; valid: "
+                          + ", ".join(POLICIES))
+    return name
 
 
 def _validate_rlimits(cfg: Config) -> None:

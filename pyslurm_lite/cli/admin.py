@@ -141,9 +141,17 @@ def status(directory):
 
 
 @main.command()
-@click.argument("trace")
+@click.argument("trace", required=False)
+@click.option("--from-sacct", "from_sacct", default=None, metavar="FILE",
+              help="replay sacct -X --parsable2 output (instead of TRACE) on --conf's cluster")
+@click.option("--conf", default=None, metavar="slurm.conf",
+              help="with --from-sacct: the cluster and scheduler to replay on")
 @click.option("--policy", default="easy", show_default=True,
-              help="fcfs, easy or conservative; several as easy,conservative")
+              help="a policy of --list-policies; several as easy,conservative")
+@click.option("--list-policies", "list_policies", is_flag=True,
+              help="print the policies, one a line, and exit")
+@click.option("--projections", is_flag=True,
+              help="also measure projected starts: |projected - actual| at each job's submit")
 @click.option("--engine", default="fast", show_default=True,
               help="fast, or scheduler (the daemon's sched.schedule(), fcfs and easy only)")
 @click.option("--procs", type=click.IntRange(1), default=None,
@@ -151,10 +159,38 @@ def status(directory):
 @click.option("--dump", default=None, metavar="FILE.csv", help="write id,submit,start,end,procs")
 @click.option("--plot", default=None, metavar="FILE.png",
               help="draw utilization and queue length over time")
-def simulate(trace, policy, engine, procs, dump, plot):
+def simulate(trace, from_sacct, conf, policy, list_policies, projections, engine, procs, dump,
+             plot):
     """Replay an SWF trace (.swf or .swf.gz) on a virtual clock and print what it measured."""
+    if list_policies:
+        from ..sim import DESCRIPTIONS
+        for name, text in DESCRIPTIONS.items():
+            click.echo(f"{name:<14}{text}")
+        return
+    if projections and (from_sacct is not None or engine != "fast"):
+        raise click.UsageError("--projections measures the fast engine's replay of a TRACE only")
+    if from_sacct is not None or conf is not None:
+        _simulate_sacct(trace, from_sacct, conf, policy, engine, procs, dump, plot)
+        return
+    if trace is None:
+        raise click.UsageError("give a TRACE, or --from-sacct FILE with --conf slurm.conf")
     from ..sim.command import run
-    run(trace, policy, engine, procs, dump, plot, echo=click.echo)
+    run(trace, policy, engine, procs, dump, plot, echo=click.echo, projections=projections)
+
+
+def _simulate_sacct(trace, from_sacct, conf, policy, engine, procs, dump, plot):
+    """--from-sacct: policy defaults to the conf's own SchedulerType (`conf`)."""
+    if trace is not None and from_sacct is not None:
+        raise click.UsageError("give either TRACE or --from-sacct FILE, not both")
+    if from_sacct is None or conf is None:
+        raise click.UsageError("--from-sacct FILE and --conf slurm.conf go together")
+    if engine != "fast" or procs is not None:  # the sacct replay has one engine and the conf's size
+        raise click.UsageError("--engine and --procs do not apply to --from-sacct")
+    if click.get_current_context().get_parameter_source("policy").name == "DEFAULT":
+        policy = "conf"
+    from ..sim.command import run_sacct
+    run_sacct(from_sacct, conf, policy, dump, plot, echo=click.echo,
+              warn=lambda line: click.echo(line, err=True))
 
 
 @main.group()

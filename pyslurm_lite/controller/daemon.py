@@ -26,6 +26,7 @@ from ..rpc import authn, keys, tokens
 from ..rpc.authsock import AuthSocketServer
 from ..rpc.grpcutil import SERVER_OPTIONS, bind as bind_port
 from ..sched import SchedConfig, schedule
+from ..sched.policy import POLICIES
 from .dispatch import Dispatcher
 from .idle_gpu import IdleGpuMonitor
 from .job_mgr import JobManager
@@ -60,6 +61,7 @@ class Controller:
     def __init__(self, cfg, clock=time.time, index: int = 0, lease=None):
         self.cfg = cfg
         self.index = index  # which SlurmctldHost= line this controller is (0: the primary)
+        self.sched_config = sched_config(cfg)  # a bad key stops it before the database is touched
         self.store = Store(cfg.db_url, clock)
         if lease is not None:  # one of a pair: no write commits once another holds the lease
             self.store.fence = lease.fence
@@ -80,7 +82,7 @@ class Controller:
         self.rest = None  # the HTTP server on RestPort (restd), while in control
         self.metrics = ControllerMetrics(self.state) if cfg.metrics_port else None  # MetricsPort=0: off
         self._priorities_at = 0.0
-        self.sched_config = sched_config(cfg)
+        self.state.use_policy(self.sched_config.policy)  # its waits and run times, from recover()
         depth = cfg.scheduler_parameters.get("default_queue_depth", "100")
         if not depth.isdigit() or int(depth) < 1:
             raise ConfigError(f"{cfg.path}: bad default_queue_depth={depth}")
@@ -96,6 +98,8 @@ class Controller:
         self.timers.deadlines(now)  # before the snapshot, so none past its deadline starts
         with self.state.lock:
             snap = self.state.snapshot()
+        if not full:  # projections cost a conservative pass: the periodic passes make them
+            snap = dataclasses.replace(snap, project_starts=False)
         config = self.sched_config if full else self.event_config
         plan = schedule(snap, now, config)
         effects = self.jobs.apply_plan(plan)
@@ -273,8 +277,9 @@ class Controller:
 
 
 def sched_config(cfg) -> SchedConfig:
-    """SchedulerType, SchedulerParameters (bf_max_job_test, default 500 as in Slurm;
-    bf_conservative for conservative backfill, our addition) and the Preempt* keys."""
+    """SchedulerType, SchedulerParameters (bf_max_job_test, default 500 as in Slurm; bf_window;
+    bf_conservative for conservative backfill and sched_policy, our additions) and the Preempt*
+    keys."""
     kind = cfg.extra.get("schedulertype", "sched/backfill")
     if kind not in ("sched/backfill", "sched/builtin"):
         raise ConfigError(f"{cfg.path}: unknown SchedulerType={kind}; valid: sched/backfill, sched/builtin")
@@ -283,9 +288,12 @@ def sched_config(cfg) -> SchedConfig:
         max_job_test = int(params.get("bf_max_job_test", "500"))
     except ValueError:
         raise ConfigError(f"{cfg.path}: bad bf_max_job_test={params['bf_max_job_test']}") from None
-    return SchedConfig(backfill=kind == "sched/backfill", conservative="bf_conservative" in params,
+    policy = POLICIES[cfg.sched_policy]  # a name config.py checked
+    return SchedConfig(backfill=kind == "sched/backfill",
+                       conservative="bf_conservative" in params or policy.reserve_all,
                        max_job_test=max_job_test, preempt_type=cfg.preempt_type,
-                       preempt_mode=cfg.preempt_mode, preempt_exempt_time=cfg.preempt_exempt_time)
+                       preempt_mode=cfg.preempt_mode, preempt_exempt_time=cfg.preempt_exempt_time,
+                       window=cfg.bf_window * 60, policy=policy)
 
 
 def own_controller_only(cfg, index: int):

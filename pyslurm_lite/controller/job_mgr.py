@@ -16,6 +16,7 @@ from ..errors import InvalidRequest, NotFound, PermissionDenied, StaleState, Uns
 from ..model import Job, JobSpec, JobState, NodeAllocation, Reason
 from ..sched import Plan
 from ..sched.placement import spec_for_nodes
+from ..sched.projection import MAX_JOB_TEST, projectable
 from .assoc_policy import admit, check_submit_limits
 from .auth import Caller, Users, allowed, require
 from .effects import Effects, Ending, Launch, Signal
@@ -264,6 +265,7 @@ class JobManager:
         job.end_time = now or self.s.clock()
         if not was_running:
             return []
+        self.s.job_completed(job)  # EASY++ learns its run time (sched_policy)
         self.s.completing.add(job.job_id)
         return self._signal_effects(job, _signal.SIGTERM, terminate=True, reason=state.value.lower())
 
@@ -326,6 +328,7 @@ class JobManager:
                 raise StaleState("Job is no longer pending execution")
             job.held = True
             job.held_by_admin = action == "hold" and allowed("admin_hold", caller)
+            job.expected_start = 0.0  # held: no start is projected (the passes leave it out)
             job.reason = Reason.HELD_ADMIN if job.held_by_admin else Reason.HELD_USER
         elif action == "release":
             if job.state != JobState.PENDING:
@@ -371,6 +374,8 @@ class JobManager:
         effects, started = Effects(), []
         now = self.s.clock()
         with self.s.lock:
+            if plan.projecting:
+                self.s.projected_at = now  # the next projection in bf_interval seconds
             for jid, reason in plan.reasons.items():
                 job = self.s.jobs.get(jid)
                 if job is not None and reason == Reason.DEPENDENCY_NEVER and job.spec.kill_on_invalid_dep \
@@ -378,7 +383,7 @@ class JobManager:
                     self._end(job, JobState.CANCELLED, Reason.DEPENDENCY_NEVER, now)  # --kill-on-invalid-dep
                     started.append(job)  # saved below with the starts
                     continue
-                expected = plan.reservations.get(jid, 0.0)
+                expected = _expected_start(plan, jid, job, reason)
                 desc = _state_desc(reason, plan.unavailable.get(jid, ()))
                 if job is not None and job.state == JobState.PENDING and \
                         (job.reason, job.expected_start, job.state_desc) != (reason, expected, desc):
@@ -393,6 +398,7 @@ class JobManager:
                     log.info("dropped stale start of job %s", start.job_id)
                     continue
                 self._start(job, list(start.allocations), now)
+                self.s.job_started(job)  # the starvation guard's bound follows the waits
                 started.append(job)
             self.s.save(started)
             self.s.diag.add(jobs_started=sum(j.state == JobState.RUNNING for j in started))
@@ -475,6 +481,7 @@ class JobManager:
             job.state, job.reason = _final_state(e.exit_code, e.exit_signal, e.oom, e.message)
             self.s.diag.ended(job.state)
             self.s.release_allocations(job)
+            self.s.job_completed(job)  # EASY++ learns its run time (sched_policy)
             return job
         if job.job_id in self.s.completing:
             if job.state.is_final and not job.exit_signal and not job.exit_code:
@@ -510,6 +517,21 @@ def _unnamed(ids: list[int], tasks: set[tuple[int, int]], found: list[Job]) -> l
 
 _ACTION_RULE = {"hold": "hold", "uhold": "hold", "release": "release", "requeue": "requeue",
                 "requeuehold": "requeue"}
+
+
+def _expected_start(plan: Plan, jid: int, job: Job | None, reason: Reason) -> float:
+    """A pending job's expected start: its backfill reservation, else its projected start
+    (sched/projection.py), else 0 (unknown). A pass that did not project (between two every
+    bf_interval), or whose projection stopped at bf_max_job_test before this job, leaves the
+    last projection of a job still waiting for resources as it was, as Slurm leaves the start
+    times backfill set until it runs again."""
+    if jid in plan.reservations:
+        return plan.reservations[jid]
+    if job is None or not projectable(reason):
+        return 0.0
+    if not plan.projecting or plan.unprojected.get(jid) == MAX_JOB_TEST:
+        return job.expected_start
+    return plan.projected.get(jid, 0.0)
 
 
 def _state_desc(reason: Reason, unavailable: tuple[str, ...]) -> str:

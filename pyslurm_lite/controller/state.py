@@ -22,6 +22,8 @@ from ..sched import JobView, NodeView, PartitionView, RunningView, Snapshot, dep
 from ..sched import gpu_topology, sharing
 from ..sched import switches
 from ..sched.placement import refine
+from ..sched.policy import History, WaitScale
+from ..sched.profile import planned_end
 from .assoc import Accounts
 from .assoc_policy import LimitsCache
 from .diag import Diag
@@ -41,6 +43,9 @@ def busy_elsewhere(node: Node, foreign_action: str = "exclude") -> set[int]:
     return foreign | {f.index for f in node.gpu_faults}
 
 
+HISTORY_SEED = 10000  # started jobs read at start-up for EASY++'s history (sched_policy)
+
+
 class ClusterState:
     def __init__(self, cfg: Config, store: Store, clock):
         self.cfg = cfg
@@ -53,6 +58,7 @@ class ClusterState:
         # finished jobs kept for MinJobAge cost it nothing. Kept by touch().
         self.active: set[int] = set()
         self.completing: set[int] = set()  # ended jobs whose processes are not yet confirmed gone
+        self.projected_at = -math.inf  # the last pass that projected pending jobs' starts
         self.nodes: dict[str, Node] = {n: Node(config=c) for n, c in cfg.nodes.items()}
         self.registered: set[str] = set()  # nodes registered with this controller instance
         self.epochs: dict[str, str] = {}  # node -> its current registration (launches carry it)
@@ -83,6 +89,12 @@ class ClusterState:
         # cfg.qos is the database's before any job is validated
         self.accounts = Accounts(cfg, store)
         self._assoc_limits = LimitsCache()
+        # SchedulerParameters=sched_policy (sched/policy.py): what its guard and its predictions
+        # learn from the jobs that start and end (use_policy; seeded by recover())
+        self.policy = None
+        self.waits: WaitScale | None = None  # the starvation guard's recent waits
+        self.history: History | None = None  # EASY++: each uid's last two run times
+        self.sched_epoch = 0.0  # a learned score's time origin: the oldest job's submit time
 
     # ---- start-up ------------------------------------------------------------------------------
     def recover(self) -> None:
@@ -103,6 +115,64 @@ class ClusterState:
                     if row["down"]:
                         node.state = NodeState.DOWN
             self._refresh_all_nodes()
+            self._seed_policy()
+
+    # ---- scheduling policy (sched_policy) -------------------------------------------------------
+    def use_policy(self, policy) -> None:
+        """The policy scheduling passes run (sched/policy.Policy): keep what it learns from."""
+        self.policy = policy
+        guard = policy.guard if policy is not None else None
+        self.waits = WaitScale(guard) if guard is not None and (guard.factor or guard.fixed) else None
+        self.history = History() if policy is not None and policy.predict else None
+
+    def _seed_policy(self) -> None:
+        """Learn from the jobs the database holds (one query), as if they had just run: the
+        bound and the predictions survive a restart. Afresh: a standby taking over recovers."""
+        if self.policy is not None and self.policy.score is not None:
+            self.sched_epoch = self.store.oldest_submit()
+        self.use_policy(self.policy)
+        if self.waits is None and self.history is None:
+            return
+        window = self.waits.guard.window if self.waits is not None else 0
+        # every started job when the guard's window is all of them; else enough for the window
+        # and for most users' last two runs
+        limit = 0 if self.waits is not None and not window else max(window, HISTORY_SEED)
+        rows = self.store.started_jobs(limit)
+        if self.waits is not None:
+            for _, submit, start, _ in rows:
+                self.waits.started(start - submit)
+        if self.history is not None:
+            for uid, _, start, end in sorted((r for r in rows if r[3]), key=lambda r: r[3]):
+                self.history.completed(uid, end - start)
+
+    def job_started(self, job: Job) -> None:
+        """job_mgr: a job started (the guard's bound follows the waits)."""
+        if self.waits is not None:
+            self.waits.started(job.start_time - job.submit_time)
+
+    def job_completed(self, job: Job) -> None:
+        """job_mgr: a job that ran has ended (its run time predicts its user's next ones)."""
+        if self.history is not None and job.start_time > 0 and job.end_time >= job.start_time:
+            self.history.completed(job.spec.uid, job.end_time - job.start_time)
+
+    def _predicted(self, view: JobView) -> JobView:
+        """A pending job with its EASY++ planned minutes, when its user's history is shorter
+        than its time limit."""
+        limit = view.time_limit * 60 if view.time_limit > 0 else math.inf
+        run = self.history.predict(self.jobs[view.job_id].spec.uid, limit)
+        if run >= limit:
+            return view
+        minutes = run / 60
+        return replace(view, planned_minutes=minutes,
+                       wider=tuple(replace(w, planned_minutes=minutes) for w in view.wider))
+
+    def _planned_end(self, j: Job, now: float) -> float:
+        """A running job's EASY++ planned end (0: its time limit's end): start + prediction,
+        the next step of policy.LADDER once it has outlived that."""
+        if self.history is None or j.job_id in self.completing or j.preempt_time:
+            return 0.0
+        limit = j.time_limit * 60 if j.time_limit > 0 else math.inf
+        return planned_end(j.start_time, limit, self.history.predict(j.spec.uid, limit), now)
 
     def assoc_tree(self) -> AssocTree:
         """The account tree with RawShares and users (fair share reads it); cached until a
@@ -259,9 +329,13 @@ class ClusterState:
         pending = tuple(self.job_view(j) for j in active
                         if j.state == JobState.PENDING and not j.held
                         and j.job_id not in self.completing)
+        if self.history is not None:
+            pending = tuple(self._predicted(v) for v in pending)
+        if self.policy is not None and self.policy.score is not None and not self.sched_epoch and pending:
+            self.sched_epoch = min(v.submit_time for v in pending)
         nodes = tuple(self.node_view(n) for n in self.nodes.values())
         parts = {p.name: PartitionView(p.name, tuple(p.nodes), p.state in ("UP", "DRAIN"),
-                                       p.priority_tier, p.preempt_mode, p.grace_time)
+                                       p.priority_tier, p.preempt_mode, p.grace_time, p.max_time)
                  for p in self.cfg.partitions.values()}
         now = self.clock()
         running = tuple(self.running_view(j, now) for j in active
@@ -272,6 +346,9 @@ class ClusterState:
                 array_running[j.array_job_id] = array_running.get(j.array_job_id, 0) + 1
         reservations = tuple(r for r in self.reservations.values() if r.end_time > now)
         return Snapshot(jobs=pending, nodes=nodes, partitions=parts, running=running,
+                        project_starts=now - self.projected_at >= self.cfg.bf_interval,
+                        sched_epoch=self.sched_epoch,
+                        starve_bound=self.waits.bound() if self.waits is not None else math.inf,
                         dependencies=self.unmet_dependencies(), array_running=array_running,
                         qos=self.cfg.qos, reservations=reservations,
                         limits=self._assoc_limits.view(self.accounts, self.cfg.accounting_storage_enforce,
@@ -292,7 +369,8 @@ class ClusterState:
                            # a requeued victim still completing is on its way out too: its
                            # preemptor must not take a second victim while it goes
                            preempting=bool(j.preempt_time) or j.job_id in self.completing,
-                           exclusive_user=j.spec.exclusive_user, account=j.spec.account)
+                           exclusive_user=j.spec.exclusive_user, account=j.spec.account,
+                           planned_end=self._planned_end(j, now))
 
     def unmet_dependencies(self) -> dict[int, str]:
         """Pending jobs whose --dependency does not hold yet ("wait") or never will ("never")."""

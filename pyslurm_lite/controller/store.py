@@ -422,6 +422,25 @@ class Store:
             blobs = [r[0] for r in conn.execute(query.order_by(c.job_id))]
         return [decode_job(b) for b in blobs]
 
+    def started_jobs(self, limit: int = 0) -> list[tuple[int, float, float, float]]:
+        """(uid, submit, start, end: 0 while it runs) of the latest `limit` jobs that started (0:
+        every one), oldest start first, from the columns alone: the scheduling policy's waits
+        and run-time history are seeded from them at start-up (sched/policy.py)."""
+        c = jobs_table.c
+        query = sa.select(c.uid, c.submit_time, c.start_time, c.end_time, c.state).where(c.start_time > 0)
+        query = query.order_by(c.start_time.desc())
+        if limit:
+            query = query.limit(limit)
+        with self.engine.connect() as conn:
+            rows = list(conn.execute(query))
+        return [(uid, submit, start, 0.0 if state in ACTIVE_STATES else end)
+                for uid, submit, start, end, state in reversed(rows)]
+
+    def oldest_submit(self) -> float:
+        """The submit time of the oldest job stored (0: none)."""
+        with self.engine.connect() as conn:
+            return conn.execute(sa.select(sa.func.min(jobs_table.c.submit_time))).scalar() or 0.0
+
     def job_runs(self, job_ids: list[int]) -> dict[int, list[tuple[Job, float]]]:
         """job id -> its archived earlier runs, oldest first, each with when it ended."""
         query = (sa.select(runs_table.c.job_id, runs_table.c.end_time, runs_table.c.data)

@@ -19,10 +19,8 @@ without overlapping any reservation; jobs past bf_max_job_test are not tried (Re
 
 from __future__ import annotations
 
-import math
-
 from ..model import NodeAllocation
-from .profile import Timeline
+from .profile import Timeline, planned_length
 from .snapshot import JobView
 
 
@@ -56,4 +54,4 @@ class Backfill:
 
 
 def _end(job: JobView, start: float) -> float:
-    return start + job.time_limit * 60 if job.time_limit > 0 else math.inf
+    return start + planned_length(job)

@@ -2,7 +2,9 @@
 
 Pipeline, wired here and nowhere else:
   1. sort     — partition PriorityTier (desc), priority (desc), submit time, job id: ties break
-                the same way every run;
+                the same way every run. SchedulerParameters=sched_policy (sched/policy.py)
+                changes it within a tier: starved jobs first (submit time, job id), then the
+                others by a learned score when the policy has one (lowest first);
   2. filter   — held, not yet eligible (--begin), dependency unmet, partition down, its
                 reservation not begun, the QOS's MaxWall/MaxJobsPerUser/GPUs per user: the
                 job waits with that reason (the TRES limits of QOS and associations,
@@ -21,12 +23,26 @@ Pipeline, wired here and nowhere else:
   6. backfill — a lower job of a blocked partition starts only if step 3 finds room without
                 delaying any reservation; otherwise it waits with Reason=Priority. Without
                 backfill (sched/builtin) every lower job of a blocked partition waits.
+
+sched_policy's other two parts: a starved job (waited starve_bound seconds) that cannot start
+gets a reservation even behind another blocked job of its partition, so no later job delays it
+(conservative among the starved); with EASY++ predictions, steps 3-6 plan running jobs until
+their planned_end and book pending ones for their planned_minutes (profile.planned_length),
+except while a starved job waits: then time limits, so its reservation holds whatever the
+predictions say.
+
+Worked example (one node, 2 CPUs, sched_policy=learned, score = log10(r) * n): A (1 CPU) runs;
+pending B (2 CPUs, 60 min, submitted first) and C (1 CPU, 1 min). Priority order would try B
+first, block the node and leave C to backfill; the score puts C (log10(60) * 1 = 1.8) before B
+(log10(3600) * 2 = 7.1): C starts on the free CPU at once, B waits (Resources). Once B has waited
+starve_bound seconds it is starved: it goes first and its reservation holds against every
+later job.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..model import Reason
 from .backfill import Backfill
@@ -34,8 +50,11 @@ from .dependency import NEVER
 from .limits import Tally
 from .preempt import could_preempt, preemptors_first, victims
 from .profile import Timeline
+from .projection import project
 from .select import FreeNode, capable
-from .snapshot import JobView, Plan, Snapshot, Start
+from .snapshot import JobView, Plan, RunningView, Snapshot, Start
+
+UNLIMITED_RUN = 365 * 86400  # seconds: a score's requested time of a job no limit bounds
 
 
 @dataclass(frozen=True)
@@ -50,13 +69,16 @@ class SchedConfig:
     # nodes best fit (select.fit_key); False: first fit, only for the simulator's comparison
     # (bench/bench_gpu_placement.py): the daemon always uses best fit
     best_fit: bool = True
+    window: int = 1440 * 60  # bf_window, in seconds: no start is projected further out
+    policy: object = None  # sched/policy.Policy (SchedulerParameters=sched_policy); None: easy
 
 
 def schedule(snapshot: Snapshot, now: float, config: SchedConfig = SchedConfig()) -> Plan:
-    p = _Pass(snapshot, now, config)
-    tiers = {name: part.priority_tier for name, part in snapshot.partitions.items()}
-    queue = sorted(snapshot.jobs, key=lambda j: (-tiers.get(j.partition, 0), -j.priority,
-                                                 j.submit_time, j.job_id))
+    starved = starved_jobs(snapshot, now)
+    if starved:  # plan with time limits: a starved job's reservation must hold
+        snapshot = replace(snapshot, jobs=tuple(_unpredicted(j) for j in snapshot.jobs))
+    p = _Pass(snapshot, now, config, starved)
+    queue = sorted(snapshot.jobs, key=order_key(snapshot, now, config.policy, starved))
     if config.preempt_type == "preempt/qos" and config.preempt_mode != "OFF":
         queue = preemptors_first(queue, snapshot.qos)
     for job in queue:
@@ -65,20 +87,70 @@ def schedule(snapshot: Snapshot, now: float, config: SchedConfig = SchedConfig()
             reason = p.try_start(job)
         if reason is not None:
             p.plan.reasons[job.job_id] = reason
+    project(p, queue)  # after every decision: a projected start for each job left waiting
     return p.plan
+
+
+def starved_jobs(snapshot: Snapshot, now: float) -> frozenset:
+    """Pending jobs that could run now but have waited starve_bound seconds or more."""
+    bound = snapshot.starve_bound
+    if bound == math.inf:
+        return frozenset()
+    deps = snapshot.dependencies
+    return frozenset(j.job_id for j in snapshot.jobs if now - j.submit_time >= bound
+                     and j.begin_time <= now and j.job_id not in deps)
+
+
+def order_key(snapshot: Snapshot, now: float, policy, starved: frozenset):
+    """The sort key of step 1: tier (desc), then starved jobs (submit, id), then the others
+    by priority (desc) or the policy's score (asc), submit time, job id."""
+    tiers = {name: part.priority_tier for name, part in snapshot.partitions.items()}
+    score = policy.score if policy is not None else None
+    if score is None and not starved:
+        return lambda j: (-tiers.get(j.partition, 0), -j.priority, j.submit_time, j.job_id)
+    max_time = {name: part.max_time for name, part in snapshot.partitions.items()}
+    epoch = snapshot.sched_epoch
+
+    def key(j: JobView) -> tuple:
+        tier = -tiers.get(j.partition, 0)
+        if j.job_id in starved:
+            return tier, 0, j.submit_time, j.job_id
+        if score is None:
+            return tier, 1, -j.priority, j.submit_time, j.job_id
+        limit = j.time_limit if j.time_limit > 0 else max_time.get(j.partition, -1)
+        requested = limit * 60 if limit > 0 else UNLIMITED_RUN
+        static = score.static(requested, j.num_nodes * j.cpus_per_node[0], j.submit_time - epoch)
+        return tier, 1, score.value(static, now - j.submit_time), j.submit_time, j.job_id
+    return key
+
+
+def _unpredicted(job: JobView) -> JobView:
+    if not job.planned_minutes:
+        return job
+    return replace(job, planned_minutes=0, wider=tuple(_unpredicted(w) for w in job.wider))
+
+
+def _planned(running: tuple[RunningView, ...], starved: frozenset) -> tuple[RunningView, ...]:
+    """Running jobs as the Timeline sees them: until their EASY++ planned end, unless a
+    starved job waits (then until their time limit)."""
+    if starved or not any(r.planned_end for r in running):
+        return running
+    return tuple(replace(r, end=r.planned_end) if r.planned_end else r for r in running)
 
 
 class _Pass:
     """What one pass has decided so far: starts, blocked partitions, per-user counts."""
 
-    def __init__(self, snapshot: Snapshot, now: float, config: SchedConfig):
+    def __init__(self, snapshot: Snapshot, now: float, config: SchedConfig,
+                 starved: frozenset = frozenset()):
         self.s, self.now, self.config = snapshot, now, config
+        self.starved = starved  # sched_policy's guard: each gets a reservation when blocked
         self.plan = Plan()
         self.free = {n.name: FreeNode(n) for n in snapshot.nodes}
         order = [n.name for n in sorted(snapshot.nodes, key=lambda n: (n.weight, n.name))]
         self.by_partition = {name: [n for n in order if n in set(p.nodes)]
                              for name, p in snapshot.partitions.items()}
-        self.timeline = Timeline(self.free, snapshot.running, now, config.best_fit)
+        self.timeline = Timeline(self.free, _planned(snapshot.running, starved), now, config.best_fit)
         self.backfill = Backfill(self.timeline, config.max_job_test)
         self.blocked: set[str] = set()
         self.frozen: set[str] = set()  # blocked without a reservation
@@ -132,7 +204,8 @@ class _Pass:
         order = self._order(job)
         blocked = job.partition in self.blocked
         testing = blocked or self.backfill.booked > 0  # a start now could delay a reservation
-        if job.partition in self.frozen:
+        starved = job.job_id in self.starved  # reserved even behind a blocked job
+        if job.partition in self.frozen and not starved:
             return self._preempt_behind(job, order)
         if blocked and not self.config.backfill:
             return Reason.PRIORITY  # sched/builtin stops at the first blocked job of a partition
@@ -153,7 +226,7 @@ class _Pass:
                 self._started(job, allocations)
                 self.plan.backfilled += testing
                 return None
-        if blocked and not self.config.conservative:
+        if blocked and not self.config.conservative and not starved:
             return self._preempt_behind(job, order, counted=True)
         usable = usable or self._usable(job)
         if blocked:

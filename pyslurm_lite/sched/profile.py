@@ -7,8 +7,9 @@ need 2 free over [0, 200) — the interval [100, 150) has 0: it would delay B, s
 One asking 2 CPUs for 100 s fits (its window ends where B's begins).
 
 Releases come from running jobs' estimated ends (their time limits; a job with none never
-releases). A job already past its limit is assumed to let go within OVERDUE seconds, not now:
-its resources are still held. Nothing here does I/O or reads a clock.
+releases; under EASY++, sched_policy, the ends cycle.py plans with, and a pending job is booked
+for its predicted length, planned_length). A job already past its limit is assumed to let go
+within OVERDUE seconds, not now: its resources are still held. Nothing here does I/O or reads a clock.
 """
 
 from __future__ import annotations
@@ -18,10 +19,33 @@ from bisect import bisect_right
 
 from ..model import NodeAllocation
 from . import sharing, switches
+from .policy import corrected
 from .select import FreeNode, best_fit_order, fit_key, holds_required, pick_gpus, share
 from .snapshot import JobView, NodeView, RunningView
 
 OVERDUE = 1.0  # seconds: when a job past its time limit is expected to have let go
+
+
+def planned_length(job: JobView) -> float:
+    """Seconds backfill books a job for: its EASY++ prediction when it has one (its time
+    limit still kills it), else its time limit (math.inf without one)."""
+    if job.planned_minutes > 0:
+        return job.planned_minutes * 60
+    return job.time_limit * 60 if job.time_limit > 0 else math.inf
+
+
+def planned_end(start: float, limit: float, predicted: float, now: float) -> float:
+    """A running job's EASY++ planned end (0: none, its time limit's end): start + its
+    prediction, or, once it has outlived that, + the next step of policy.LADDER above what it
+    has run (policy.corrected), so the plan is never in the past. Seconds; limit math.inf
+    for none.
+
+    Worked example: started at 0, limit 3600, predicted 300; at now=1000 it has outlived the
+    prediction: LADDER's next step above 1000 is 1800, so it is planned to end at 1800."""
+    run = predicted
+    if start + run <= now:
+        run = corrected(now - start, limit)
+    return 0.0 if run >= limit else start + run
 
 
 class _NodeProfile:
@@ -162,7 +186,7 @@ class Timeline:
         """Allocations for job starting at t0 on the best-fit nodes (select.best_fit_order, free
         resources at t0) that hold it for its whole time limit, or None. `usable(name, t0, t1)`
         vets nodes (advance reservations)."""
-        t1 = t0 + job.time_limit * 60 if job.time_limit > 0 else math.inf
+        t1 = t0 + planned_length(job)
         if job.num_nodes == 1 and not job.required and self.best_fit:
             return self._place_one(job, order, t0, t1, usable)
         chosen = []
@@ -225,7 +249,7 @@ class Timeline:
         earlier than the num_nodes-th smallest of them, so only those instants are tried, and
         at each only on the nodes whose first fit is not later (a node that holds the job at
         t has its first fit at or before t: the candidate that starts t's interval)."""
-        duration = job.time_limit * 60 if job.time_limit > 0 else math.inf
+        duration = planned_length(job)
         first = {}  # node -> its first fit, in `order`
         static = getattr(usable, "static", None)
         timeless = getattr(usable, "timeless", ())  # usable at any time: no call needed

@@ -6,6 +6,7 @@ indices, epoch seconds), so building them is cheap and the simulator can build t
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from ..model import NodeAllocation, Qos, Reason, Reservation
@@ -49,6 +50,9 @@ class JobView:
     switch_wait: float = 0.0
     share_name: str = ""  # --gres=shard:K or mps:K (sched/sharing.py): "shard" or "mps"
     shares_per_node: int = 0  # K: on one GPU of each node
+    # EASY++ (SchedulerParameters=sched_policy, sched/policy.py): the minutes backfill books it
+    # for, its user's recent run times; 0: its time_limit (which still kills it)
+    planned_minutes: float = 0
 
     @property
     def gpus(self) -> int:
@@ -95,6 +99,9 @@ class RunningView:
     preempting: bool = False  # signalled by a preemption (its end: the grace's end), or ending
     exclusive_user: bool = False  # --exclusive=user: other users' jobs stay off its nodes
     account: str = ""  # its association's account (limits count it there)
+    # EASY++: when backfill plans it to let go (start + prediction, corrected once outlived);
+    # 0: at `end`. `end` stays the kill limit
+    planned_end: float = 0
 
 
 @dataclass(frozen=True)
@@ -105,6 +112,7 @@ class PartitionView:
     priority_tier: int = 1
     preempt_mode: str = ""  # "" = SchedConfig.preempt_mode
     grace_time: int = 0  # seconds
+    max_time: int = -1  # MaxTime, minutes (-1 unlimited): a learned score's run time of a job without a limit
 
 
 @dataclass(frozen=True)
@@ -118,6 +126,15 @@ class Snapshot:
     qos: dict[str, Qos] = field(default_factory=dict)  # name -> Qos (limits, preemption)
     reservations: tuple[Reservation, ...] = ()  # advance reservations not yet over
     limits: object = None  # limits.AssocLimits: association limits enforced (None: none)
+    # project every pending job's start this pass (sched/projection.py): it costs about what
+    # conservative backfill does, so the controller asks once every bf_interval seconds, as
+    # Slurm's backfill runs; a replay asks only when it measures the projections
+    project_starts: bool = False
+    # sched_policy: a learned score's time origin (the submit time of the oldest job the
+    # controller knows), and the starvation guard's bound: a job eligible now that has waited
+    # this long (seconds since submit) is starved (sched/policy.py)
+    sched_epoch: float = 0.0
+    starve_bound: float = math.inf
 
 
 @dataclass(frozen=True)
@@ -149,3 +166,8 @@ class Plan:
     # ReqNodeNotAvail because a node named by -w is down or drained: job -> those nodes, as
     # Slurm's "ReqNodeNotAvail, UnavailableNodes:node2"
     unavailable: dict[int, tuple[str, ...]] = field(default_factory=dict)
+    # every other pending job's projected start (sched/projection.py), within the limits below
+    projected: dict[int, float] = field(default_factory=dict)
+    # pending job -> why it got no projection: "bf_max_job_test" or "bf_window"
+    unprojected: dict[int, str] = field(default_factory=dict)
+    projecting: bool = False  # this pass projected starts: `projected` is the whole answer

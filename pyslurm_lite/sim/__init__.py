@@ -18,17 +18,38 @@ the plot.
 
 from __future__ import annotations
 
+from functools import partial
+
+from ..sched.policy import POLICIES as _SCHED_POLICIES
 from . import conservative as _conservative
 from . import engine as _engine
+from . import policy_engine as _policy_engine
 from .swf import Trace
 
 POLICIES = {  # name -> fast engine; every one returns start times in service order
     "fcfs": _engine.fcfs,
     "easy": _engine.easy,
     "conservative": _conservative.conservative,
+    **{name: partial(_policy_engine.replay, policy=p)
+       for name, p in _SCHED_POLICIES.items() if name != "easy"},
+}
+DESCRIPTIONS = {  # what --list-policies prints after each name
+    "fcfs": "first come, first served: the queue's head blocks everyone",
+    "easy": "EASY backfilling (Slurm's sched/backfill): the first blocked job gets a reservation",
+    "conservative": "conservative backfilling: every waiting job gets a reservation",
+    "easy++": "EASY with run times predicted from each user's last two jobs (Tsafrir et al.)",
+    "f1": "EASY in the order of F1 = log10(r)*n + 870*log10(s) (Carastan-Santos, de Camargo)",
+    "f1-guard": "f1 with the starvation guard",
+    "learned": "the fitted score with the starvation guard (docs/scheduling-policies.md)",
 }
 ENGINES = ("fast", "scheduler")
 SCHEDULER_POLICIES = ("fcfs", "easy")  # what `--engine scheduler` can replay
+
+
+def replay_projected(trace: Trace, policy: str) -> tuple[list, list]:
+    """(start times, each job's projected start at its submit) under a policy of
+    sched.policy.POLICIES (easy included: the policy engine replays it exactly as engine.easy)."""
+    return _policy_engine.replay_projected(trace, _SCHED_POLICIES[policy])
 
 
 def replay(trace: Trace, policy: str, engine: str = "fast") -> list:

@@ -66,6 +66,39 @@ def table(summaries: list[Summary]) -> str:
     return "\n".join(lines)
 
 
+@dataclass(frozen=True)
+class Accuracy:
+    """How far projected starts were from the real ones, over the jobs that had to wait (a job
+    that starts at its submit is projected exactly, and would only dilute the figures)."""
+
+    policy: str
+    waited: int  # jobs that did not start at their submit
+    projected: int  # of them, those given a projection at their submit
+    median: float  # seconds, |projected - actual start|
+    p90: float
+    early: float  # fraction of the projected that started no later than projected
+
+
+def projection_accuracy(trace: Trace, policy: str, start: list, projected: list) -> Accuracy:
+    submit = trace.submit
+    waited = [j for j in range(len(submit)) if start[j] > submit[j]]
+    errors = sorted(abs(projected[j] - start[j]) for j in waited if projected[j] is not None)
+    on_time = sum(1 for j in waited if projected[j] is not None and start[j] <= projected[j])
+
+    def q(x: float) -> float:
+        return errors[min(int(x * len(errors)), len(errors) - 1)] if errors else 0.0
+    return Accuracy(policy, len(waited), len(errors), q(0.5), q(0.9),
+                    on_time / len(errors) if errors else 0.0)
+
+
+def accuracy_table(rows: list[Accuracy]) -> str:
+    lines = [f"{'policy':<14}{'waited':>8}{'projected':>11}{'median |err| s':>16}"
+             f"{'p90 |err| s':>13}{'no later %':>12}"]
+    lines += [f"{a.policy:<14}{a.waited:>8}{a.projected:>11}{a.median:>16.0f}{a.p90:>13.0f}"
+              f"{100 * a.early:>12.1f}" for a in rows]
+    return "\n".join(lines)
+
+
 def write_csv(path: str, trace: Trace, start: list) -> None:
     """One line per replayed job in service order: id,submit,start,end,procs."""
     with open(path, "w") as f:

@@ -13,14 +13,23 @@ How the trace becomes scheduler input, at each instant (after ends, then arrival
   * every running job as a RunningView ending at start + estimate;
   * sched/builtin (SchedConfig(backfill=False)) for fcfs, sched/backfill for easy.
 Every start in the returned plan happens now.
+
+`replay_jobs()` (below) is the multi-resource replay behind `simulate --from-sacct`: the same
+loop on a slurm.conf's nodes, partitions and QOS (conf_cluster.py) with jobs as sacct recorded
+them (sacct.py): several nodes, memory, typed GPUs, priorities (priority/multifactor's fair
+share charged as the replay runs).
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, replace
 from heapq import heappop, heappush
 
+from ..model import parse_constraint
 from ..sched import JobView, NodeView, PartitionView, RunningView, SchedConfig, Snapshot, schedule
+from .conf_cluster import Cluster, Priorities
+from .sacct import Record
 from .swf import Trace
 
 NODE, PARTITION = "sim1", "sim"
@@ -86,3 +95,135 @@ def _snapshot(machine: int, free: int, pending: dict, running: dict) -> Snapshot
                     partitions={PARTITION: PartitionView(PARTITION, (NODE,))},
                     running=tuple(running.values()))
 
+
+
+# ---- multi-resource replay (`simulate --from-sacct`) -------------------------------------------
+#
+# The same loop over a real cluster: the conf's nodes with their CPUs, memory and GPUs, its
+# partitions and QOS (conf_cluster.py builds them), every recorded job asking what it asked
+# (nodes, CPUs, memory, GPUs of a type, --constraint), in its partition, under its QOS, user and
+# account. At each instant: ends, then arrivals, then (priority/multifactor) fair share charged
+# and priorities recomputed, then one sched.schedule() pass; every start happens now, on the
+# allocations the plan gives, and holds them until start + run (run capped at the time limit);
+# backfill sees it held until start + time limit.
+
+
+@dataclass(frozen=True)
+class SimJob:
+    """One recorded job as this cluster takes it."""
+
+    record: Record
+    partition: str
+    limit: int  # minutes; -1 unlimited
+
+    @property
+    def run(self) -> int:
+        """Seconds it holds its allocation: the recorded run, cut at its time limit."""
+        return self.record.run if self.limit < 0 else min(self.record.run, self.limit * 60)
+
+
+@dataclass
+class Outcome:
+    start: dict[int, float]  # job index -> when it started
+    never: dict[int, str]  # job index -> why it was still pending when nothing else could happen
+
+
+def replay_jobs(jobs: list[SimJob], cluster: Cluster) -> Outcome:
+    """Start time of every job (indexed as `jobs`, which are in submit order) on `cluster`."""
+    return _Replay(jobs, cluster).run()
+
+
+class _Replay:
+    def __init__(self, jobs: list[SimJob], cluster: Cluster):
+        self.jobs, self.cluster = jobs, cluster
+        self.free = {n: [v.free_cpus, v.free_mem, set(v.free_gpus)] for n, v in cluster.nodes.items()}
+        self.pending: dict[int, JobView] = {}
+        self.running: dict[int, RunningView] = {}
+        self.start: dict[int, float] = {}
+        self.reasons: dict[int, object] = {}
+        self.ends: list = []  # heap of (end, job index)
+        multifactor = cluster.cfg.priority_type == "priority/multifactor"
+        self.priorities = Priorities(cluster.cfg) if multifactor else None
+        self.billing: dict[int, float] = {}
+
+    def run(self) -> Outcome:
+        jobs, ends = self.jobs, self.ends
+        i, n = 0, len(jobs)
+        while i < n or ends:
+            now = ends[0][0] if ends and (i == n or ends[0][0] <= jobs[i].record.submit) \
+                else jobs[i].record.submit
+            self._charge(now)  # usage up to now, while the ending jobs still count as running
+            while ends and ends[0][0] == now:
+                self._end(heappop(ends)[1])
+            while i < n and jobs[i].record.submit == now:
+                self.pending[i] = _sacct_view(i, jobs[i])
+                i += 1
+            self._pass(now)
+        never = {k: getattr(self.reasons.get(k + 1), "value", "never scheduled") for k in self.pending}
+        return Outcome(self.start, never)
+
+    def _pass(self, now: float) -> None:
+        if self.priorities is not None:
+            self._reprioritize(now)
+        plan = schedule(self._snapshot(), now, self.cluster.config)
+        for s in plan.starts:
+            self._begin(s.job_id - 1, tuple(s.allocations), now)
+        self.reasons = plan.reasons
+
+    def _begin(self, k: int, allocations: tuple, now: float) -> None:
+        job = self.jobs[k]
+        view = self.pending.pop(k)
+        for a in allocations:
+            free = self.free[a.node]
+            free[0] -= a.cpus
+            free[1] -= a.mem
+            free[2] -= set(a.gpus)
+        self.start[k] = now
+        end = now + job.limit * 60 if job.limit >= 0 else math.inf
+        self.running[k] = RunningView(view.job_id, allocations, end, start=now,
+                                      partition=job.partition, user=view.user, qos=view.qos,
+                                      account=view.account)
+        if self.priorities is not None:
+            self.billing[k] = self.priorities.billing(job.record, job.partition)
+        heappush(self.ends, (now + job.run, k))
+
+    def _end(self, k: int) -> None:
+        for a in self.running.pop(k).allocations:
+            free = self.free[a.node]
+            free[0] += a.cpus
+            free[1] += a.mem
+            free[2] |= set(a.gpus)
+        self.billing.pop(k, None)
+
+    def _charge(self, now: float) -> None:
+        if self.priorities is not None:
+            rec = self.jobs
+            self.priorities.charge(now, [(rec[k].record.user, rec[k].record.account, b)
+                                         for k, b in self.billing.items()])
+
+    def _reprioritize(self, now: float) -> None:
+        p = self.priorities
+        shares = p.shares({(self.jobs[k].record.account, self.jobs[k].record.user)
+                           for k in self.pending})
+        for k, view in self.pending.items():
+            job = self.jobs[k]
+            value = p.priority(job.record, job.partition, now, shares)
+            if value != view.priority:
+                self.pending[k] = replace(view, priority=value)
+
+    def _snapshot(self) -> Snapshot:
+        nodes = tuple(replace(v, free_cpus=f[0], free_mem=f[1], free_gpus=tuple(sorted(f[2])),
+                              idle=f[0] == v.cpus and len(f[2]) == len(v.gpus))
+                      for v, f in ((v, self.free[name]) for name, v in self.cluster.nodes.items()))
+        return Snapshot(jobs=tuple(self.pending.values()), nodes=nodes,
+                        partitions=self.cluster.partitions, running=tuple(self.running.values()),
+                        qos=self.cluster.cfg.qos)
+
+
+def _sacct_view(k: int, job: SimJob) -> JobView:
+    r = job.record
+    return JobView(job_id=k + 1, priority=1, submit_time=r.submit, partition=job.partition,
+                   num_nodes=r.nodes, cpus_per_node=r.cpus_per_node,
+                   mem_per_node=(r.mem,) * r.nodes, gpus_per_node=r.gpus, gpu_type=r.gpu_type,
+                   features=parse_constraint(r.constraint) if r.constraint else (),
+                   time_limit=job.limit, user=r.user, account=r.account, qos=r.qos or "normal")

@@ -8,7 +8,7 @@ and the header's comments carry the machine size:
     ; MaxProcs: 338                                  the machine, in processors (else MaxNodes)
     1  0  588530  937  306  142.00  -1  -1  35100  -1  1  97  -1  307  3  -1  -1  -1
     |  |          |    |                |   |
-    |  submit (2) run (4), allocated procs (5; else requested, 8), requested time (9)
+    |  submit (2) run (4), allocated procs (5; else requested, 8), requested time (9), user (12)
     job number (1): the id the CSV dump shows
 
 Rules (a value <= 0 counts as missing; SWF writes -1):
@@ -47,6 +47,7 @@ class Trace:
     run: list = field(default_factory=list)  # seconds held: min(run time, estimate)
     procs: list = field(default_factory=list)
     estimate: list = field(default_factory=list)  # seconds: requested time, else run time
+    user: list = field(default_factory=list)  # SWF user id (field 12; -1 when unknown)
     skipped: int = 0  # records not replayed (see the module docstring)
 
     def __len__(self) -> int:
@@ -125,23 +126,23 @@ def _fast_columns(data: bytes, start: int):
     if len(tokens) != FIELDS * lines:  # blank or short lines: let the careful reader judge
         return None
     try:
-        ids, submit, run, alloc, req_time = (list(map(int, tokens[k::FIELDS]))
-                                             for k in (0, 1, 3, 4, 8))
+        ids, submit, run, alloc, req_time, user = (list(map(int, tokens[k::FIELDS]))
+                                                   for k in (0, 1, 3, 4, 8, 11))
         req_procs = list(map(int, tokens[7::FIELDS])) if min(alloc, default=1) <= 0 else alloc
     except ValueError:  # a fraction or garbage in a field we use
         return None
-    return ids, submit, run, alloc, req_procs, req_time
+    return ids, submit, run, alloc, req_procs, req_time, user
 
 
 def _careful_columns(path: str, data: bytes):
-    cols = ([], [], [], [], [], [])
+    cols = ([], [], [], [], [], [], [])
     for number, line in enumerate(data.split(b"\n"), 1):
         fields = line.split()
         if not fields or fields[0].startswith(b";"):
             continue
         if len(fields) != FIELDS:
             raise InvalidRequest(f"{path}:{number}: expected {FIELDS} fields, found {len(fields)}")
-        for col, k in zip(cols, (0, 1, 3, 4, 7, 8)):
+        for col, k in zip(cols, (0, 1, 3, 4, 7, 8, 11)):
             col.append(_number(fields[k], path, number, k + 1))
     return cols
 
@@ -159,27 +160,28 @@ def _number(token: bytes, path: str, line: int, field_no: int):
 
 
 def _build(name: str, machine: int, columns) -> Trace:
-    ids, submit, run, alloc, req_procs, req_time = columns
+    ids, submit, run, alloc, req_procs, req_time, user = columns
     if ids and min(run) > 0 and min(alloc) > 0 and max(alloc) <= machine and (
             min(req_time) > 0 or max(req_time) <= 0):
         # every job replayed as it stands (all of HPC2N, the lublin logs): whole columns at once
         estimate = req_time if req_time[0] > 0 else run
         killed = [r if r < e else e for r, e in zip(run, estimate)]  # at its estimate
-        trace = Trace(name, machine, ids, submit, killed, alloc, list(estimate))
+        trace = Trace(name, machine, ids, submit, killed, alloc, list(estimate), user)
     else:
         trace = _build_each(name, machine, columns)
     submit = trace.submit
     if sorted(submit) != submit:  # service order: (submit, file order); sorted() is stable
         order = sorted(range(len(submit)), key=submit.__getitem__)
-        for col in (trace.ids, trace.submit, trace.run, trace.procs, trace.estimate):
+        for col in (trace.ids, trace.submit, trace.run, trace.procs, trace.estimate, trace.user):
             col[:] = [col[k] for k in order]
     return trace
 
 
 def _build_each(name: str, machine: int, columns) -> Trace:
     trace = Trace(name=name, machine=machine)
-    ids, submit, run, procs, estimate = trace.ids, trace.submit, trace.run, trace.procs, trace.estimate
-    for job, sub, r, alloc, req_procs, req_time in zip(*columns):
+    ids, submit, run, procs, estimate, users = (trace.ids, trace.submit, trace.run, trace.procs,
+                                                trace.estimate, trace.user)
+    for job, sub, r, alloc, req_procs, req_time, user in zip(*columns):
         p = alloc if alloc > 0 else req_procs
         if r <= 0 or p <= 0 or p > machine:
             trace.skipped += 1
@@ -190,4 +192,5 @@ def _build_each(name: str, machine: int, columns) -> Trace:
         run.append(r if r < est else est)  # killed at its estimate
         procs.append(p)
         estimate.append(est)
+        users.append(user)
     return trace

@@ -77,7 +77,7 @@ def test_scheduler_engine_from_the_command(trace_file):
 
 @pytest.mark.parametrize("args, message", [
     (["{dir}/missing.swf"], "cannot read trace {dir}/missing.swf"),
-    (["{trace}", "--policy", "sjf"], "unknown policy 'sjf' (choose from fcfs, easy, conservative)"),
+    (["{trace}", "--policy", "sjf"], "unknown policy 'sjf' (choose from fcfs, easy, conservative, easy++, f1, f1-guard, learned)"),
     (["{trace}", "--policy", "conservative", "--engine", "scheduler"],
      "--engine scheduler replays fcfs, easy only, not conservative"),
     (["{trace}", "--engine", "gpu"], "unknown engine 'gpu' (choose from fast, scheduler)"),

@@ -1,0 +1,160 @@
+"""Scheduling policies beyond EASY: the pure parts that the daemon and the simulator share.
+
+A policy is three independent choices (`Policy`):
+
+  order      which pending job is first: `priority` (the multifactor priority, or the service
+             order in a trace), or a learned score (`Score`), lowest first:
+                 score = a * log10(r) * n + b * log10(s)        (F1, Carastan-Santos and de
+             Camargo, SC'17: r = requested time in s, n = processors, s = submit time in s)
+             or the aged form fitted here (docs/scheduling-policies.md):
+                 score = a * log10(r) * n - c * log10(w + 1)    (w = time waited so far, s)
+  predict    EASY++ (Tsafrir, Etsion and Feitelson, TPDS 2007): backfilling plans with a
+             *prediction* of each job's run time, the mean of its user's last two completed
+             run times, never above the user's estimate, which stays the kill limit. A running
+             job that outlives its prediction gets the next step of `LADDER` that is above the
+             time it has run (capped at its estimate), so the plan is never in the past.
+             Backfill candidates are tried shortest prediction first (SJBF).
+  guard      starvation guard: a job that has waited longer than the bound is *starved*: it is
+             served before every job that is not, in submit order, and each starved job gets a
+             reservation that no later job may delay. The bound follows the site's own waits:
+                 bound = factor * (mean wait of the last `window` jobs started), at least `floor`.
+
+Nothing here does I/O or reads a clock.
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_left, bisect_right, insort
+from collections import deque
+from dataclasses import dataclass, field
+
+# seconds: the steps a prediction moves up through when a job outlives it (EASY++'s correction)
+LADDER = (60, 300, 900, 1800, 3600, 7200, 18000, 36000, 72000, 180000, 360000, 720000)
+
+
+@dataclass(frozen=True)
+class Score:
+    """A learned priority function; lower scores run first."""
+
+    a: float = 1.0  # weight of log10(requested time) * processors
+    b: float = 0.0  # weight of log10(submit time) (F1's form)
+    c: float = 0.0  # weight of log10(wait + 1) (the aged form)
+
+    def static(self, requested: float, procs: int, submit: float) -> float:
+        """The part that does not change while the job waits."""
+        return (self.a * math.log10(max(requested, 1)) * procs
+                + self.b * math.log10(max(submit, 1)))
+
+    def value(self, static: float, waited: float) -> float:
+        return static - self.c * math.log10(waited + 1) if self.c else static
+
+
+F1 = Score(a=1.0, b=870.0)
+
+
+@dataclass(frozen=True)
+class Guard:
+    """The starvation bound: `factor` times the recent mean wait, at least `floor` seconds."""
+
+    factor: float = 0.0  # 0: no guard
+    window: int = 1000  # jobs started, whose mean wait is the scale (0: every job so far)
+    floor: float = 0.0
+    fixed: float = 0.0  # a fixed bound in seconds instead (for comparison only)
+    scale: str = "mean"  # mean | max: the statistic of recent waits that factor multiplies
+    max_factor: float = 0.0  # and at least this times the longest wait seen
+    quantile: float = 0.99  # scale="quantile": this quantile of the waits
+    reserve_each: bool = True  # every starved job gets a reservation (False: the first only)
+
+
+@dataclass(frozen=True)
+class Policy:
+    name: str
+    score: Score | None = None  # None: priority / service order
+    predict: bool = False  # EASY++ predictions and SJBF backfill order
+    guard: Guard = field(default_factory=Guard)
+    reserve_all: bool = False  # conservative: every blocked job gets a reservation
+    # the score's r is the predicted run time (History.predict) rather than the estimate
+    score_predicted: bool = False
+
+
+class WaitScale:
+    """The recent waits that the starvation bound follows (a sliding window of started jobs)."""
+
+    def __init__(self, guard: Guard):
+        self.guard = guard
+        self.waits: deque = deque(maxlen=guard.window if guard.window > 0 else None)
+        self.total = 0.0
+        self.longest = 0.0
+        self.ranked: list = []  # the same waits, sorted (scale="quantile")
+
+    def started(self, wait: float) -> None:
+        if wait > self.longest:
+            self.longest = wait
+        if self.guard.scale == "quantile":
+            if self.waits.maxlen is not None and len(self.waits) == self.waits.maxlen:
+                del self.ranked[bisect_left(self.ranked, self.waits[0])]
+            insort(self.ranked, wait)
+        if self.waits.maxlen is not None and len(self.waits) == self.waits.maxlen:
+            self.total -= self.waits[0]
+        self.waits.append(wait)
+        self.total += wait
+
+    def bound(self) -> float:
+        g = self.guard
+        if g.fixed:
+            return g.fixed
+        if not g.factor:
+            return math.inf
+        if g.scale == "drain":
+            return math.inf  # per job, from the work ahead of it (the engine computes it)
+        if g.scale == "max":
+            return max(g.factor * self.longest, g.floor)
+        if g.scale == "quantile":
+            ranked = self.ranked
+            q = ranked[min(int(g.quantile * len(ranked)), len(ranked) - 1)] if ranked else 0.0
+            return max(g.factor * q, g.max_factor * self.longest, g.floor)
+        mean = self.total / len(self.waits) if self.waits else 0.0
+        return max(g.factor * mean, g.max_factor * self.longest, g.floor)
+
+
+class History:
+    """EASY++'s per-user history: the run times of each user's last two completed jobs."""
+
+    def __init__(self):
+        self.last: dict = {}
+
+    def completed(self, user, run: float) -> None:
+        if user is None or user < 0:
+            return  # unknown users share no history
+        prev = self.last.get(user)
+        self.last[user] = (prev[1], run) if prev else (run, run)
+
+    def predict(self, user, estimate: float) -> float:
+        prev = self.last.get(user)
+        if prev is None:
+            return estimate
+        return min(estimate, max((prev[0] + prev[1]) / 2, 1))
+
+
+def corrected(elapsed: float, estimate: float) -> float:
+    """A running job has outlived its prediction: the next ladder step above what it has run,
+    never beyond its estimate (the kill limit)."""
+    k = bisect_right(LADDER, elapsed)
+    step = LADDER[k] if k < len(LADDER) else elapsed * 2
+    return min(step, estimate)
+
+
+# The starvation bound: a job that has waited ten times the mean wait of every job started so
+# far gets a reservation (docs/scheduling-policies.md says why ten, and why not a fixed time).
+GUARD = Guard(factor=10.0, window=0)
+# Fitted by bench/bench_policies.py --fit on the training traces (see docs/scheduling-policies.md)
+LEARNED = Score(a=1.0)
+
+POLICIES = {
+    "easy": Policy("easy"),
+    "easy++": Policy("easy++", predict=True),
+    "f1": Policy("f1", score=F1),
+    "f1-guard": Policy("f1-guard", score=F1, guard=GUARD),
+    "learned": Policy("learned", score=LEARNED, guard=GUARD),
+}
