@@ -102,6 +102,7 @@ class Controller:
             snap = dataclasses.replace(snap, project_starts=False)
         config = self.sched_config if full else self.event_config
         plan = schedule(snap, now, config)
+        self.state.starved = plan.starved
         effects = self.jobs.apply_plan(plan)
         self.dispatch.send(effects)
         if plan.preemptions:  # those without a grace time go now

@@ -46,6 +46,9 @@ def busy_elsewhere(node: Node, foreign_action: str = "exclude") -> set[int]:
 HISTORY_SEED = 10000  # started jobs read at start-up for EASY++'s history (sched_policy)
 
 
+PREDICTIONS_SLACK = 1000  # ended jobs' predictions kept before a sweep
+
+
 class ClusterState:
     def __init__(self, cfg: Config, store: Store, clock):
         self.cfg = cfg
@@ -95,6 +98,10 @@ class ClusterState:
         self.waits: WaitScale | None = None  # the starvation guard's recent waits
         self.history: History | None = None  # EASY++: each uid's last two run times
         self.sched_epoch = 0.0  # a learned score's time origin: the oldest job's submit time
+        self.starved: frozenset = frozenset()  # the last pass's starved jobs (they stay so)
+        # EASY++: each job's predicted run time, fixed when first planned, as the replay engine
+        # fixes it at submit (a later history does not move a plan the job already has)
+        self.predictions: dict[int, float] = {}
 
     # ---- start-up ------------------------------------------------------------------------------
     def recover(self) -> None:
@@ -122,7 +129,7 @@ class ClusterState:
         """The policy scheduling passes run (sched/policy.Policy): keep what it learns from."""
         self.policy = policy
         guard = policy.guard if policy is not None else None
-        self.waits = WaitScale(guard) if guard is not None and (guard.factor or guard.fixed) else None
+        self.waits = WaitScale(guard) if guard is not None and guard.factor else None
         self.history = History() if policy is not None and policy.predict else None
 
     def _seed_policy(self) -> None:
@@ -152,6 +159,7 @@ class ClusterState:
 
     def job_completed(self, job: Job) -> None:
         """job_mgr: a job that ran has ended (its run time predicts its user's next ones)."""
+        self.predictions.pop(job.job_id, None)
         if self.history is not None and job.start_time > 0 and job.end_time >= job.start_time:
             self.history.completed(job.spec.uid, job.end_time - job.start_time)
 
@@ -159,7 +167,7 @@ class ClusterState:
         """A pending job with its EASY++ planned minutes, when its user's history is shorter
         than its time limit."""
         limit = view.time_limit * 60 if view.time_limit > 0 else math.inf
-        run = self.history.predict(self.jobs[view.job_id].spec.uid, limit)
+        run = self._prediction(view.job_id, limit)
         if run >= limit:
             return view
         minutes = run / 60
@@ -172,7 +180,13 @@ class ClusterState:
         if self.history is None or j.job_id in self.completing or j.preempt_time:
             return 0.0
         limit = j.time_limit * 60 if j.time_limit > 0 else math.inf
-        return planned_end(j.start_time, limit, self.history.predict(j.spec.uid, limit), now)
+        return planned_end(j.start_time, limit, self._prediction(j.job_id, limit), now)
+
+    def _prediction(self, job_id: int, limit: float) -> float:
+        run = self.predictions.get(job_id)
+        if run is None:
+            run = self.predictions[job_id] = self.history.predict(self.jobs[job_id].spec.uid, limit)
+        return min(run, limit)  # a limit lowered since (scontrol update) caps it
 
     def assoc_tree(self) -> AssocTree:
         """The account tree with RawShares and users (fair share reads it); cached until a
@@ -330,6 +344,9 @@ class ClusterState:
                         if j.state == JobState.PENDING and not j.held
                         and j.job_id not in self.completing)
         if self.history is not None:
+            if len(self.predictions) > len(self.active) + PREDICTIONS_SLACK:
+                # jobs cancelled while pending never complete: forget theirs now and then
+                self.predictions = {k: v for k, v in self.predictions.items() if k in self.active}
             pending = tuple(self._predicted(v) for v in pending)
         if self.policy is not None and self.policy.score is not None and not self.sched_epoch and pending:
             self.sched_epoch = min(v.submit_time for v in pending)
@@ -349,6 +366,7 @@ class ClusterState:
                         project_starts=now - self.projected_at >= self.cfg.bf_interval,
                         sched_epoch=self.sched_epoch,
                         starve_bound=self.waits.bound() if self.waits is not None else math.inf,
+                        starved=self.starved,
                         dependencies=self.unmet_dependencies(), array_running=array_running,
                         qos=self.cfg.qos, reservations=reservations,
                         limits=self._assoc_limits.view(self.accounts, self.cfg.accounting_storage_enforce,

@@ -78,6 +78,7 @@ def schedule(snapshot: Snapshot, now: float, config: SchedConfig = SchedConfig()
     if starved:  # plan with time limits: a starved job's reservation must hold
         snapshot = replace(snapshot, jobs=tuple(_unpredicted(j) for j in snapshot.jobs))
     p = _Pass(snapshot, now, config, starved)
+    p.plan.starved = starved
     queue = sorted(snapshot.jobs, key=order_key(snapshot, now, config.policy, starved))
     if config.preempt_type == "preempt/qos" and config.preempt_mode != "OFF":
         queue = preemptors_first(queue, snapshot.qos)
@@ -92,12 +93,15 @@ def schedule(snapshot: Snapshot, now: float, config: SchedConfig = SchedConfig()
 
 
 def starved_jobs(snapshot: Snapshot, now: float) -> frozenset:
-    """Pending jobs that could run now but have waited starve_bound seconds or more."""
-    bound = snapshot.starve_bound
-    if bound == math.inf:
+    """Pending jobs that could run now but have waited starve_bound seconds or more, or were
+    starved at an earlier pass (snapshot.starved: a bound that has grown since takes no
+    reservation away)."""
+    bound, before = snapshot.starve_bound, snapshot.starved
+    if bound == math.inf and not before:
         return frozenset()
     deps = snapshot.dependencies
-    return frozenset(j.job_id for j in snapshot.jobs if now - j.submit_time >= bound
+    return frozenset(j.job_id for j in snapshot.jobs
+                     if (now - j.submit_time >= bound or j.job_id in before)
                      and j.begin_time <= now and j.job_id not in deps)
 
 
@@ -120,7 +124,7 @@ def order_key(snapshot: Snapshot, now: float, policy, starved: frozenset):
         limit = j.time_limit if j.time_limit > 0 else max_time.get(j.partition, -1)
         requested = limit * 60 if limit > 0 else UNLIMITED_RUN
         static = score.static(requested, j.num_nodes * j.cpus_per_node[0], j.submit_time - epoch)
-        return tier, 1, score.value(static, now - j.submit_time), j.submit_time, j.job_id
+        return tier, 1, static, j.submit_time, j.job_id
     return key
 
 

@@ -25,7 +25,7 @@ Nothing here does I/O or reads a clock.
 from __future__ import annotations
 
 import math
-from bisect import bisect_left, bisect_right, insort
+from bisect import bisect_right
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -38,16 +38,12 @@ class Score:
     """A learned priority function; lower scores run first."""
 
     a: float = 1.0  # weight of log10(requested time) * processors
-    b: float = 0.0  # weight of log10(submit time) (F1's form)
-    c: float = 0.0  # weight of log10(wait + 1) (the aged form)
+    b: float = 0.0  # weight of log10(submit time)
 
     def static(self, requested: float, procs: int, submit: float) -> float:
-        """The part that does not change while the job waits."""
+        """The score; it does not change while the job waits."""
         return (self.a * math.log10(max(requested, 1)) * procs
                 + self.b * math.log10(max(submit, 1)))
-
-    def value(self, static: float, waited: float) -> float:
-        return static - self.c * math.log10(waited + 1) if self.c else static
 
 
 F1 = Score(a=1.0, b=870.0)
@@ -55,46 +51,33 @@ F1 = Score(a=1.0, b=870.0)
 
 @dataclass(frozen=True)
 class Guard:
-    """The starvation bound: `factor` times the recent mean wait, at least `floor` seconds."""
+    """The starvation bound: `factor` times the mean wait of the last `window` jobs started
+    (0: of every job started so far), at least `floor` seconds."""
 
     factor: float = 0.0  # 0: no guard
-    window: int = 1000  # jobs started, whose mean wait is the scale (0: every job so far)
+    window: int = 0
     floor: float = 0.0
-    fixed: float = 0.0  # a fixed bound in seconds instead (for comparison only)
-    scale: str = "mean"  # mean | max: the statistic of recent waits that factor multiplies
-    max_factor: float = 0.0  # and at least this times the longest wait seen
-    quantile: float = 0.99  # scale="quantile": this quantile of the waits
-    reserve_each: bool = True  # every starved job gets a reservation (False: the first only)
 
 
 @dataclass(frozen=True)
 class Policy:
     name: str
     score: Score | None = None  # None: priority / service order
-    predict: bool = False  # EASY++ predictions and SJBF backfill order
+    predict: bool = False  # EASY++: plan with predicted run times
     guard: Guard = field(default_factory=Guard)
     reserve_all: bool = False  # conservative: every blocked job gets a reservation
-    # the score's r is the predicted run time (History.predict) rather than the estimate
-    score_predicted: bool = False
 
 
 class WaitScale:
-    """The recent waits that the starvation bound follows (a sliding window of started jobs)."""
+    """The waits that the starvation bound follows (those of the jobs started so far, or of the
+    last `window` of them)."""
 
     def __init__(self, guard: Guard):
         self.guard = guard
-        self.waits: deque = deque(maxlen=guard.window if guard.window > 0 else None)
+        self.waits: deque = deque(maxlen=guard.window or None)
         self.total = 0.0
-        self.longest = 0.0
-        self.ranked: list = []  # the same waits, sorted (scale="quantile")
 
     def started(self, wait: float) -> None:
-        if wait > self.longest:
-            self.longest = wait
-        if self.guard.scale == "quantile":
-            if self.waits.maxlen is not None and len(self.waits) == self.waits.maxlen:
-                del self.ranked[bisect_left(self.ranked, self.waits[0])]
-            insort(self.ranked, wait)
         if self.waits.maxlen is not None and len(self.waits) == self.waits.maxlen:
             self.total -= self.waits[0]
         self.waits.append(wait)
@@ -102,20 +85,10 @@ class WaitScale:
 
     def bound(self) -> float:
         g = self.guard
-        if g.fixed:
-            return g.fixed
         if not g.factor:
             return math.inf
-        if g.scale == "drain":
-            return math.inf  # per job, from the work ahead of it (the engine computes it)
-        if g.scale == "max":
-            return max(g.factor * self.longest, g.floor)
-        if g.scale == "quantile":
-            ranked = self.ranked
-            q = ranked[min(int(g.quantile * len(ranked)), len(ranked) - 1)] if ranked else 0.0
-            return max(g.factor * q, g.max_factor * self.longest, g.floor)
         mean = self.total / len(self.waits) if self.waits else 0.0
-        return max(g.factor * mean, g.max_factor * self.longest, g.floor)
+        return max(g.factor * mean, g.floor)
 
 
 class History:
@@ -145,10 +118,11 @@ def corrected(elapsed: float, estimate: float) -> float:
     return min(step, estimate)
 
 
-# The starvation bound: a job that has waited ten times the mean wait of every job started so
-# far gets a reservation (docs/scheduling-policies.md says why ten, and why not a fixed time).
-GUARD = Guard(factor=10.0, window=0)
-# Fitted by bench/bench_policies.py --fit on the training traces (see docs/scheduling-policies.md)
+# The starvation guard and the learned score: fitted by bench/bench_policies.py --fit on
+# LANL-CM5 and the two Lublin workloads (docs/scheduling-policies.md): a job that has waited ten
+# times the mean wait of every job started so far gets a reservation; jobs are ordered by
+# log10(requested time) * processors (F1's submit-time term weighs nothing in the fit).
+GUARD = Guard(factor=10.0)
 LEARNED = Score(a=1.0)
 
 POLICIES = {

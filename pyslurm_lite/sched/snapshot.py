@@ -135,6 +135,7 @@ class Snapshot:
     # this long (seconds since submit) is starved (sched/policy.py)
     sched_epoch: float = 0.0
     starve_bound: float = math.inf
+    starved: frozenset = frozenset()  # jobs an earlier pass found starved (Plan.starved)
 
 
 @dataclass(frozen=True)
@@ -170,4 +171,5 @@ class Plan:
     projected: dict[int, float] = field(default_factory=dict)
     # pending job -> why it got no projection: "bf_max_job_test" or "bf_window"
     unprojected: dict[int, str] = field(default_factory=dict)
-    projecting: bool = False  # this pass projected starts: `projected` is the whole answer
+    projecting: bool = False
+    starved: frozenset = frozenset()  # jobs the starvation guard protects: the next snapshot's  # this pass projected starts: `projected` is the whole answer

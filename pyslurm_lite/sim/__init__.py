@@ -43,7 +43,9 @@ DESCRIPTIONS = {  # what --list-policies prints after each name
     "learned": "the fitted score with the starvation guard (docs/scheduling-policies.md)",
 }
 ENGINES = ("fast", "scheduler")
-SCHEDULER_POLICIES = ("fcfs", "easy")  # what `--engine scheduler` can replay
+# what `--engine scheduler` can replay: all but conservative, whose fast engine compresses
+# reservations in place where the scheduler re-plans them every pass
+SCHEDULER_POLICIES = ("fcfs", "easy", *(p for p in _SCHED_POLICIES if p != "easy"))
 
 
 def replay_projected(trace: Trace, policy: str) -> tuple[list, list]:

@@ -98,12 +98,6 @@ class _PolicyReplay:
         self.starved_set: set[int] = set()
         self.cut = 0  # jobs before this index were looked at for starvation
         self.running: dict = {}  # job -> planned end
-        # guard scale "drain": work (procs x estimate) queued and still to run, and a heap of
-        # (time a waiting job starves, job)
-        self.queued_work = 0
-        self.run_end_work = 0  # sum of procs x estimated end over running jobs
-        self.run_procs = 0
-        self.starve_at: list = []
         self.ends: list = []  # heap (actual end, job)
 
     def replay(self) -> list:
@@ -115,8 +109,6 @@ class _PolicyReplay:
             while ends and ends[0][0] == now:
                 j = heappop(ends)[1]
                 self.free += t.procs[j]
-                self.run_end_work -= t.procs[j] * (self.start[j] + t.estimate[j])
-                self.run_procs -= t.procs[j]
                 del self.running[j]
                 self.history.completed(t.user[j], t.run[j])
             first = i
@@ -129,33 +121,17 @@ class _PolicyReplay:
         return self.start
 
     def arrive(self, j: int) -> None:
+        """A new job: its prediction (EASY++: from its user's history as of now) and its place
+        in the order."""
         t, p = self.t, self.policy
         est = t.estimate[j]
-        predicted = self.history.predict(t.user[j], est)
-        self.pred[j] = predicted if p.predict else est
-        if p.score is not None:
-            r = predicted if p.score_predicted else est
-            self.key[j] = p.score.static(r, t.procs[j], t.submit[j])
-        else:
-            self.key[j] = j
+        self.pred[j] = self.history.predict(t.user[j], est) if p.predict else est
+        self.key[j] = p.score.static(est, t.procs[j], t.submit[j]) if p.score is not None else j
         insort(self.waiting, (self.key[j], j))
-        if p.guard.scale == "drain":
-            now = t.submit[j]
-            ahead = self.queued_work + self.run_end_work - now * self.run_procs
-            self.queued_work += t.procs[j] * est
-            bound = max(p.guard.factor * ahead / t.machine, p.guard.floor)
-            heappush(self.starve_at, (now + bound, j))
 
     def _starve(self, now, arrived: int) -> None:
-        if self.policy.guard.scale == "drain":
-            heap = self.starve_at
-            while heap and heap[0][0] <= now:
-                j = heappop(heap)[1]
-                if self.start[j] is None:
-                    self.waiting.remove((self.key[j], j))
-                    insort(self.starved, j)
-                    self.starved_set.add(j)
-            return
+        """Waiting jobs submitted at least the bound ago become starved, and stay so. The bound
+        is the same for every job at one instant, so they starve in service order."""
         bound = self.scale.bound()
         if bound == math.inf:
             return
@@ -168,12 +144,7 @@ class _PolicyReplay:
             cut += 1
         self.cut = cut
 
-    def _order(self, now) -> list:
-        score = self.policy.score
-        if score is not None and score.c:
-            submit = self.t.submit
-            ranked = sorted((score.value(k, now - submit[j]), j) for k, j in self.waiting)
-            return self.starved + [j for _, j in ranked]
+    def _order(self) -> list:
         return self.starved + [j for _, j in self.waiting]
 
     def full_pass(self, now, arrived: int) -> None:
@@ -181,7 +152,7 @@ class _PolicyReplay:
             return
         self._starve(now, arrived)
         procs = self.t.procs
-        order = self._order(now)
+        order = self._order()
         free, k = self.free, 0
         while k < len(order) and procs[order[k]] <= free:  # rule 2
             free -= procs[order[k]]
@@ -197,8 +168,6 @@ class _PolicyReplay:
         length = self.pred if not self.starved else self.t.estimate
         profile = self._profile(now, length)
         starved = self.starved_set if not self.policy.reserve_all else None
-        if starved is not None and not self.policy.guard.reserve_each:
-            starved = ()
         self._reserve(rest[0], profile, length)
         started = []
         for j in rest[1:]:
@@ -238,7 +207,7 @@ class _PolicyReplay:
             return
         length = self.pred if not self.starved else self.t.estimate
         profile, procs = self._profile(now, length), self.t.procs
-        for tested, j in enumerate(self._order(now)):
+        for tested, j in enumerate(self._order()):
             if tested >= MAX_JOB_TEST:
                 break
             p = procs[j]
@@ -278,9 +247,6 @@ class _PolicyReplay:
     def launch(self, j: int, now) -> None:
         t = self.t
         self.start[j] = now
-        self.queued_work -= t.procs[j] * t.estimate[j]
-        self.run_end_work += t.procs[j] * (now + t.estimate[j])
-        self.run_procs += t.procs[j]
         self.running[j] = now + self.pred[j]
         heappush(self.ends, (now + t.run[j], j))
         self.scale.started(now - t.submit[j])

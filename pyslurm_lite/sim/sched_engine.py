@@ -30,6 +30,8 @@ from ..model import parse_constraint
 from ..sched import JobView, NodeView, PartitionView, RunningView, SchedConfig, Snapshot, schedule
 from .conf_cluster import Cluster, Priorities
 from .sacct import Record
+from ..sched.policy import POLICIES, History, WaitScale
+from ..sched.profile import planned_end
 from .swf import Trace
 
 NODE, PARTITION = "sim1", "sim"
@@ -53,8 +55,16 @@ def minutes(seconds: int | float) -> float:
 
 
 def replay(trace: Trace, policy: str) -> list:
-    """Start time of every job in service order, as sched.schedule() decides them."""
-    config = SchedConfig(backfill=BACKFILL[policy])
+    """Start time of every job in service order, as sched.schedule() decides them. For a
+    policy of sched.policy.POLICIES this plays the controller's part too (state.py): the
+    guard's waits, the starved jobs carried from pass to pass, EASY++'s history and each job's
+    prediction fixed when it is first seen, the score's time origin 0."""
+    chosen = POLICIES.get(policy)
+    config = SchedConfig(backfill=BACKFILL.get(policy, True), policy=chosen)
+    waits = WaitScale(chosen.guard) if chosen is not None and chosen.guard.factor else None
+    history = History() if chosen is not None and chosen.predict else None
+    predicted: dict[int, float] = {}
+    starved = frozenset()
     submit, run, procs, estimate = trace.submit, trace.run, trace.procs, trace.estimate
     start = [None] * len(trace)
     pending: dict[int, JobView] = {}
@@ -67,10 +77,23 @@ def replay(trace: Trace, policy: str) -> list:
             j = heappop(ends)[1]
             free += procs[j]
             del running[j]
+            if history is not None:
+                history.completed(trace.user[j], run[j])
         while i < n and submit[i] == now:
             pending[i] = _job_view(i, submit[i], procs[i], estimate[i])
+            if history is not None:
+                predicted[i] = history.predict(trace.user[i], estimate[i])
+                if predicted[i] < estimate[i]:
+                    pending[i] = replace(pending[i], planned_minutes=minutes(predicted[i]))
             i += 1
-        plan = schedule(_snapshot(trace.machine, free, pending, running), now, config)
+        views = tuple(replace(r, planned_end=planned_end(start[j], estimate[j], predicted[j], now))
+                      if history is not None else r
+                      for j, r in running.items())
+        snap = _snapshot(trace.machine, free, pending, views)
+        if waits is not None:
+            snap = replace(snap, starve_bound=waits.bound(), starved=starved)
+        plan = schedule(snap, now, config)
+        starved = plan.starved
         for s in plan.starts:
             j = s.job_id - 1
             del pending[j]
@@ -78,6 +101,8 @@ def replay(trace: Trace, policy: str) -> list:
             free -= procs[j]
             running[j] = RunningView(s.job_id, tuple(s.allocations), now + estimate[j])
             heappush(ends, (now + run[j], j))
+            if waits is not None:
+                waits.started(now - submit[j])
     return start
 
 
@@ -88,12 +113,12 @@ def _job_view(j: int, submit, procs: int, estimate) -> JobView:
                    time_limit=minutes(estimate))
 
 
-def _snapshot(machine: int, free: int, pending: dict, running: dict) -> Snapshot:
+def _snapshot(machine: int, free: int, pending: dict, running) -> Snapshot:
     node = NodeView(name=NODE, cpus=machine, mem=MEMORY, gpus=(), free_cpus=free,
                     free_mem=MEMORY, free_gpus=(), available=True, idle=free == machine)
     return Snapshot(jobs=tuple(pending.values()), nodes=(node,),
                     partitions={PARTITION: PartitionView(PARTITION, (NODE,))},
-                    running=tuple(running.values()))
+                    running=tuple(running.values()) if isinstance(running, dict) else running)
 
 
 

@@ -79,7 +79,7 @@ def test_scheduler_engine_from_the_command(trace_file):
     (["{dir}/missing.swf"], "cannot read trace {dir}/missing.swf"),
     (["{trace}", "--policy", "sjf"], "unknown policy 'sjf' (choose from fcfs, easy, conservative, easy++, f1, f1-guard, learned)"),
     (["{trace}", "--policy", "conservative", "--engine", "scheduler"],
-     "--engine scheduler replays fcfs, easy only, not conservative"),
+     "--engine scheduler replays fcfs, easy, easy++, f1, f1-guard, learned only, not conservative"),
     (["{trace}", "--engine", "gpu"], "unknown engine 'gpu' (choose from fast, scheduler)"),
     (["{bad}"], "{bad}:3: expected 18 fields, found 3"),
     (["{trace}", "--dump", "{dir}/no/such/dir/x.csv"], "cannot write {dir}/no/such/dir/x.csv"),
