@@ -1,23 +1,26 @@
 """Scheduling policies beyond EASY: the pure parts that the daemon and the simulator share.
 
-A policy is three independent choices (`Policy`):
+A policy is three independent choices (`Policy`); docs/scheduling-policies.md has the formulas,
+where each comes from, and what they measure on the archive's traces:
 
-  order      which pending job is first: `priority` (the multifactor priority, or the service
-             order in a trace), or a learned score (`Score`), lowest first:
-                 score = a * log10(r) * n + b * log10(s)        (F1, Carastan-Santos and de
-             Camargo, SC'17: r = requested time in s, n = processors, s = submit time in s)
-             or the aged form fitted here (docs/scheduling-policies.md):
-                 score = a * log10(r) * n - c * log10(w + 1)    (w = time waited so far, s)
+  order      which pending job is first: the priority (multifactor in the daemon, the service
+             order in a trace), or a score, lowest first (`Score`):
+                 score = a * log10(r) * n + b * log10(s)
+             r = requested time (s), n = processors, s = submit time (s, from the cluster's
+             first job). F1 (Carastan-Santos and de Camargo, SC'17) is a = 1, b = 870; `LEARNED`
+             is the member of this family that bench/bench_policies.py --fit chooses.
   predict    EASY++ (Tsafrir, Etsion and Feitelson, TPDS 2007): backfilling plans with a
              *prediction* of each job's run time, the mean of its user's last two completed
-             run times, never above the user's estimate, which stays the kill limit. A running
-             job that outlives its prediction gets the next step of `LADDER` that is above the
-             time it has run (capped at its estimate), so the plan is never in the past.
-             Backfill candidates are tried shortest prediction first (SJBF).
-  guard      starvation guard: a job that has waited longer than the bound is *starved*: it is
-             served before every job that is not, in submit order, and each starved job gets a
-             reservation that no later job may delay. The bound follows the site's own waits:
-                 bound = factor * (mean wait of the last `window` jobs started), at least `floor`.
+             run times (fixed when the job is first planned), never above the user's estimate,
+             which stays the kill limit. A running job that outlives its prediction is planned
+             to the next step of `LADDER` above the time it has run (capped at its estimate),
+             so the plan is never in the past.
+  guard      a job that has waited at least the bound is *starved*, and stays so: starved jobs
+             go first, in submit order, and each that cannot start gets a reservation that no
+             later job may delay (conservative among the starved); while one waits, plans use
+             estimates, not predictions. The bound follows the site's own waits:
+                 bound = max(factor * mean wait of the jobs started so far, floor)
+             (of the last `window` jobs with a window).
 
 Nothing here does I/O or reads a clock.
 """
@@ -121,7 +124,7 @@ def corrected(elapsed: float, estimate: float) -> float:
 # The starvation guard and the learned score: fitted by bench/bench_policies.py --fit on
 # LANL-CM5 and the two Lublin workloads (docs/scheduling-policies.md): a job that has waited ten
 # times the mean wait of every job started so far gets a reservation; jobs are ordered by
-# log10(requested time) * processors (F1's submit-time term weighs nothing in the fit).
+# log10(requested time) * processors (the fit prefers b = 0 to F1's 870).
 GUARD = Guard(factor=10.0)
 LEARNED = Score(a=1.0)
 

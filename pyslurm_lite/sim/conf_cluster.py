@@ -24,9 +24,11 @@ from ..config import Config
 from ..model import UNLIMITED, parse_constraint
 from ..sched import NodeView, PartitionView, SchedConfig
 from ..sched import priority as prio
+from ..sched.policy import POLICIES as SCHED_POLICIES
 from .sacct import History, Record
 
-POLICIES = ("conf", "fcfs", "easy", "conservative")  # conf: SchedulerType as the file says
+# conf: SchedulerType and sched_policy as the file says; the others override them
+POLICIES = ("conf", "fcfs", "easy", "conservative", *(p for p in SCHED_POLICIES if p != "easy"))
 SECONDS_PER_MINUTE = 60
 
 
@@ -72,11 +74,13 @@ def sched_config(cfg: Config, policy: str) -> SchedConfig:
 
     config = daemon_config(cfg)
     if policy == "fcfs":
-        config = replace(config, backfill=False, conservative=False)
+        config = replace(config, backfill=False, conservative=False, policy=None)
     elif policy == "easy":
-        config = replace(config, backfill=True, conservative=False)
+        config = replace(config, backfill=True, conservative=False, policy=None)
+    elif policy in SCHED_POLICIES:  # sched_policy=NAME
+        config = replace(config, backfill=True, conservative=False, policy=SCHED_POLICIES[policy])
     elif policy == "conservative":
-        config = replace(config, backfill=True, conservative=True)
+        config = replace(config, backfill=True, conservative=True, policy=None)
     return replace(config, preempt_type="preempt/none", preempt_mode="OFF")
 
 

@@ -54,18 +54,58 @@ def minutes(seconds: int | float) -> float:
     return m if m * 60 < seconds else down
 
 
+class PolicyState:
+    """The controller's part of a sched_policy (controller/state.py), for a replay: the guard's
+    waits, the starved jobs carried from pass to pass, EASY++'s per-user history and each job's
+    prediction, fixed when it is first seen."""
+
+    def __init__(self, policy, epoch: float = 0.0):
+        self.waits = WaitScale(policy.guard) if policy is not None and policy.guard.factor else None
+        self.history = History() if policy is not None and policy.predict else None
+        self.epoch = epoch  # a score's time origin (Snapshot.sched_epoch)
+        self.predicted: dict[int, float] = {}  # job id -> seconds
+        self.starved = frozenset()
+
+    def arrived(self, view: JobView, user, limit: float) -> JobView:
+        """A new pending job (limit: its time limit in seconds, math.inf for none)."""
+        if self.history is None:
+            return view
+        run = self.predicted[view.job_id] = self.history.predict(user, limit)
+        return replace(view, planned_minutes=minutes(run)) if run < limit else view
+
+    def running(self, view: RunningView, limit: float, now: float) -> RunningView:
+        if self.history is None:
+            return view
+        return replace(view, planned_end=planned_end(view.start, limit,
+                                                     self.predicted[view.job_id], now))
+
+    def snapshot(self, snap: Snapshot) -> Snapshot:
+        if self.waits is None:
+            return replace(snap, sched_epoch=self.epoch)
+        return replace(snap, sched_epoch=self.epoch, starve_bound=self.waits.bound(),
+                       starved=self.starved)
+
+    def planned(self, plan) -> None:
+        self.starved = plan.starved
+
+    def started(self, wait: float) -> None:
+        if self.waits is not None:
+            self.waits.started(wait)
+
+    def ended(self, job_id: int, user, run: float) -> None:
+        self.predicted.pop(job_id, None)
+        if self.history is not None:
+            self.history.completed(user, run)
+
+
 def replay(trace: Trace, policy: str) -> list:
-    """Start time of every job in service order, as sched.schedule() decides them. For a
-    policy of sched.policy.POLICIES this plays the controller's part too (state.py): the
-    guard's waits, the starved jobs carried from pass to pass, EASY++'s history and each job's
-    prediction fixed when it is first seen, the score's time origin 0."""
+    """Start time of every job in service order, as sched.schedule() decides them; for a policy
+    of sched.policy.POLICIES with PolicyState playing the controller's part."""
     chosen = POLICIES.get(policy)
     config = SchedConfig(backfill=BACKFILL.get(policy, True), policy=chosen)
-    waits = WaitScale(chosen.guard) if chosen is not None and chosen.guard.factor else None
-    history = History() if chosen is not None and chosen.predict else None
-    predicted: dict[int, float] = {}
-    starved = frozenset()
-    submit, run, procs, estimate = trace.submit, trace.run, trace.procs, trace.estimate
+    state = PolicyState(chosen)
+    submit, run, procs, estimate, user = (trace.submit, trace.run, trace.procs, trace.estimate,
+                                          trace.user)
     start = [None] * len(trace)
     pending: dict[int, JobView] = {}
     running: dict[int, RunningView] = {}
@@ -77,32 +117,23 @@ def replay(trace: Trace, policy: str) -> list:
             j = heappop(ends)[1]
             free += procs[j]
             del running[j]
-            if history is not None:
-                history.completed(trace.user[j], run[j])
+            state.ended(j + 1, user[j], run[j])
         while i < n and submit[i] == now:
-            pending[i] = _job_view(i, submit[i], procs[i], estimate[i])
-            if history is not None:
-                predicted[i] = history.predict(trace.user[i], estimate[i])
-                if predicted[i] < estimate[i]:
-                    pending[i] = replace(pending[i], planned_minutes=minutes(predicted[i]))
+            pending[i] = state.arrived(_job_view(i, submit[i], procs[i], estimate[i]), user[i],
+                                       estimate[i])
             i += 1
-        views = tuple(replace(r, planned_end=planned_end(start[j], estimate[j], predicted[j], now))
-                      if history is not None else r
-                      for j, r in running.items())
-        snap = _snapshot(trace.machine, free, pending, views)
-        if waits is not None:
-            snap = replace(snap, starve_bound=waits.bound(), starved=starved)
-        plan = schedule(snap, now, config)
-        starved = plan.starved
+        views = tuple(state.running(r, estimate[j], now) for j, r in running.items())
+        plan = schedule(state.snapshot(_snapshot(trace.machine, free, pending, views)), now,
+                        config)
+        state.planned(plan)
         for s in plan.starts:
             j = s.job_id - 1
             del pending[j]
             start[j] = now
             free -= procs[j]
-            running[j] = RunningView(s.job_id, tuple(s.allocations), now + estimate[j])
+            running[j] = RunningView(s.job_id, tuple(s.allocations), now + estimate[j], start=now)
             heappush(ends, (now + run[j], j))
-            if waits is not None:
-                waits.started(now - submit[j])
+            state.started(now - submit[j])
     return start
 
 
@@ -113,12 +144,12 @@ def _job_view(j: int, submit, procs: int, estimate) -> JobView:
                    time_limit=minutes(estimate))
 
 
-def _snapshot(machine: int, free: int, pending: dict, running) -> Snapshot:
+def _snapshot(machine: int, free: int, pending: dict, running: tuple) -> Snapshot:
     node = NodeView(name=NODE, cpus=machine, mem=MEMORY, gpus=(), free_cpus=free,
                     free_mem=MEMORY, free_gpus=(), available=True, idle=free == machine)
     return Snapshot(jobs=tuple(pending.values()), nodes=(node,),
                     partitions={PARTITION: PartitionView(PARTITION, (NODE,))},
-                    running=tuple(running.values()) if isinstance(running, dict) else running)
+                    running=running)
 
 
 
@@ -167,6 +198,7 @@ class _Replay:
         self.start: dict[int, float] = {}
         self.reasons: dict[int, object] = {}
         self.ends: list = []  # heap of (end, job index)
+        self.policy = PolicyState(cluster.config.policy, jobs[0].record.submit if jobs else 0.0)
         multifactor = cluster.cfg.priority_type == "priority/multifactor"
         self.priorities = Priorities(cluster.cfg) if multifactor else None
         self.billing: dict[int, float] = {}
@@ -181,7 +213,8 @@ class _Replay:
             while ends and ends[0][0] == now:
                 self._end(heappop(ends)[1])
             while i < n and jobs[i].record.submit == now:
-                self.pending[i] = _sacct_view(i, jobs[i])
+                self.pending[i] = self.policy.arrived(_sacct_view(i, jobs[i]), jobs[i].record.user,
+                                                      _seconds(jobs[i].limit))
                 i += 1
             self._pass(now)
         never = {k: getattr(self.reasons.get(k + 1), "value", "never scheduled") for k in self.pending}
@@ -190,7 +223,8 @@ class _Replay:
     def _pass(self, now: float) -> None:
         if self.priorities is not None:
             self._reprioritize(now)
-        plan = schedule(self._snapshot(), now, self.cluster.config)
+        plan = schedule(self.policy.snapshot(self._snapshot(now)), now, self.cluster.config)
+        self.policy.planned(plan)
         for s in plan.starts:
             self._begin(s.job_id - 1, tuple(s.allocations), now)
         self.reasons = plan.reasons
@@ -204,6 +238,7 @@ class _Replay:
             free[1] -= a.mem
             free[2] -= set(a.gpus)
         self.start[k] = now
+        self.policy.started(now - job.record.submit)
         end = now + job.limit * 60 if job.limit >= 0 else math.inf
         self.running[k] = RunningView(view.job_id, allocations, end, start=now,
                                       partition=job.partition, user=view.user, qos=view.qos,
@@ -213,6 +248,7 @@ class _Replay:
         heappush(self.ends, (now + job.run, k))
 
     def _end(self, k: int) -> None:
+        self.policy.ended(k + 1, self.jobs[k].record.user, self.jobs[k].run)
         for a in self.running.pop(k).allocations:
             free = self.free[a.node]
             free[0] += a.cpus
@@ -236,13 +272,20 @@ class _Replay:
             if value != view.priority:
                 self.pending[k] = replace(view, priority=value)
 
-    def _snapshot(self) -> Snapshot:
+    def _snapshot(self, now: float) -> Snapshot:
         nodes = tuple(replace(v, free_cpus=f[0], free_mem=f[1], free_gpus=tuple(sorted(f[2])),
                               idle=f[0] == v.cpus and len(f[2]) == len(v.gpus))
                       for v, f in ((v, self.free[name]) for name, v in self.cluster.nodes.items()))
         return Snapshot(jobs=tuple(self.pending.values()), nodes=nodes,
-                        partitions=self.cluster.partitions, running=tuple(self.running.values()),
+                        partitions=self.cluster.partitions,
+                        running=tuple(self.policy.running(r, _seconds(self.jobs[k].limit), now)
+                                      for k, r in self.running.items()),
                         qos=self.cluster.cfg.qos)
+
+
+def _seconds(limit: int) -> float:
+    """A time limit in minutes (-1: none) in seconds (math.inf: none)."""
+    return limit * 60 if limit >= 0 else math.inf
 
 
 def _sacct_view(k: int, job: SimJob) -> JobView:

@@ -250,5 +250,5 @@ def test_multifactor_fair_share_favours_the_user_who_ran_less(tmp_path):
 
 def test_unknown_policy_is_refused(files):
     conf, hist, _ = files
-    with pytest.raises(InvalidRequest, match="not f1"):
-        command.run_sacct(str(hist), str(conf), "easy,f1")
+    with pytest.raises(InvalidRequest, match="not sjf"):
+        command.run_sacct(str(hist), str(conf), "easy,sjf")
