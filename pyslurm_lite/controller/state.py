@@ -141,12 +141,13 @@ class ClusterState:
         if self.waits is None and self.history is None:
             return
         window = self.waits.guard.window if self.waits is not None else 0
-        # every started job when the guard's window is all of them; else enough for the window
-        # and for most users' last two runs
-        limit = 0 if self.waits is not None and not window else max(window, HISTORY_SEED)
-        rows = self.store.started_jobs(limit)
-        if self.waits is not None:
-            for _, submit, start, _ in rows:
+        if self.waits is not None and not window:  # the mean over every job: one aggregate
+            self.waits.seed(*self.store.wait_totals())
+        # the last `window` waits, and enough jobs for most users' last two runs
+        limit = max(window, HISTORY_SEED if self.history is not None else 0)
+        rows = self.store.started_jobs(limit) if limit else []
+        if self.waits is not None and window:
+            for _, submit, start, _ in rows[-window:]:
                 self.waits.started(start - submit)
         if self.history is not None:
             for uid, _, start, end in sorted((r for r in rows if r[3]), key=lambda r: r[3]):

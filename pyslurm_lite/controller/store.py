@@ -436,6 +436,15 @@ class Store:
         return [(uid, submit, start, 0.0 if state in ACTIVE_STATES else end)
                 for uid, submit, start, end, state in reversed(rows)]
 
+    def wait_totals(self) -> tuple[int, float]:
+        """(how many jobs started, the sum of their waits): the starvation guard's mean over
+        every job, without reading them all."""
+        c = jobs_table.c
+        query = sa.select(sa.func.count(), sa.func.sum(c.start_time - c.submit_time)).where(c.start_time > 0)
+        with self.engine.connect() as conn:
+            count, total = conn.execute(query).one()
+        return int(count or 0), float(total or 0.0)
+
     def oldest_submit(self) -> float:
         """The submit time of the oldest job stored (0: none)."""
         with self.engine.connect() as conn:

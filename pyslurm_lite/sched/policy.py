@@ -72,25 +72,34 @@ class Policy:
 
 
 class WaitScale:
-    """The waits that the starvation bound follows (those of the jobs started so far, or of the
-    last `window` of them)."""
+    """The waits that the starvation bound follows: a count and a sum over every job started so
+    far, or the last `window` waits themselves."""
 
     def __init__(self, guard: Guard):
         self.guard = guard
-        self.waits: deque = deque(maxlen=guard.window or None)
+        self.waits: deque | None = deque(maxlen=guard.window) if guard.window else None
+        self.count = 0
         self.total = 0.0
 
     def started(self, wait: float) -> None:
-        if self.waits.maxlen is not None and len(self.waits) == self.waits.maxlen:
-            self.total -= self.waits[0]
-        self.waits.append(wait)
+        if self.waits is not None:
+            if len(self.waits) == self.waits.maxlen:
+                self.total -= self.waits[0]
+                self.count -= 1
+            self.waits.append(wait)
+        self.count += 1
         self.total += wait
+
+    def seed(self, count: int, total: float) -> None:
+        """Every job started before (window 0: the controller's database, in one query)."""
+        self.count += count
+        self.total += total
 
     def bound(self) -> float:
         g = self.guard
         if not g.factor:
             return math.inf
-        mean = self.total / len(self.waits) if self.waits else 0.0
+        mean = self.total / self.count if self.count else 0.0
         return max(g.factor * mean, g.floor)
 
 
