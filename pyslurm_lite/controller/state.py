@@ -99,6 +99,11 @@ class ClusterState:
         self.history: History | None = None  # EASY++: each uid's last two run times
         self.sched_epoch = 0.0  # a learned score's time origin: the oldest job's submit time
         self.starved: frozenset = frozenset()  # the last pass's starved jobs (they stay so)
+        # the guard's clock per pending job: since when it could run (JobView.waiting_since),
+        # and the jobs seen unable to run since this controller started (held, --begin,
+        # a dependency): when they can again, their wait starts afresh
+        self.waiting_since: dict[int, float] = {}
+        self.blocked_before: set[int] = set()
         # EASY++: each job's predicted run time, fixed when first planned, as the replay engine
         # fixes it at submit (a later history does not move a plan the job already has)
         self.predictions: dict[int, float] = {}
@@ -156,7 +161,30 @@ class ClusterState:
     def job_started(self, job: Job) -> None:
         """job_mgr: a job started (the guard's bound follows the waits)."""
         if self.waits is not None:
-            self.waits.started(job.start_time - job.submit_time)
+            since = self.waiting_since.pop(job.job_id, None) or job.submit_time
+            self.waits.started(max(job.start_time - since, 0.0))
+
+    def _guard_clock(self, pending: tuple, deps: dict, now: float) -> tuple:
+        """Each pending job that can run now with since when it could (waiting_since); the
+        starvation guard counts waits from there, so a job held, behind a dependency or
+        before its --begin time neither starves early nor counts that time in the mean."""
+        since: dict[int, float] = {}
+        out = []
+        for v in pending:
+            if v.begin_time > now or v.job_id in deps:
+                self.blocked_before.add(v.job_id)
+                out.append(v)
+                continue
+            t = self.waiting_since.get(v.job_id)
+            if t is None:
+                t = now if v.job_id in self.blocked_before else max(v.submit_time, v.begin_time)
+            since[v.job_id] = t
+            out.append(replace(v, waiting_since=t) if v.waiting_since != t else v)
+        # a job that could run and no longer can (held) starts afresh when it can again
+        self.blocked_before.update(j for j in self.waiting_since if j not in since and j in self.active)
+        self.blocked_before.intersection_update(self.active)
+        self.waiting_since = since
+        return tuple(out)
 
     def job_completed(self, job: Job) -> None:
         """job_mgr: a job that ran has ended (its run time predicts its user's next ones)."""
@@ -167,7 +195,9 @@ class ClusterState:
     def _predicted(self, view: JobView) -> JobView:
         """A pending job with its EASY++ planned minutes, when its user's history is shorter
         than its time limit."""
-        limit = view.time_limit * 60 if view.time_limit > 0 else math.inf
+        if view.time_limit <= 0:
+            return view  # nothing would kill it at a prediction that fell short: plan it whole
+        limit = view.time_limit * 60
         run = self._prediction(view.job_id, limit)
         if run >= limit:
             return view
@@ -180,7 +210,9 @@ class ClusterState:
         the next step of policy.LADDER once it has outlived that."""
         if self.history is None or j.job_id in self.completing or j.preempt_time:
             return 0.0
-        limit = j.time_limit * 60 if j.time_limit > 0 else math.inf
+        if j.time_limit <= 0:
+            return 0.0  # no limit: planned as before, never ending
+        limit = j.time_limit * 60
         return planned_end(j.start_time, limit, self._prediction(j.job_id, limit), now)
 
     def _prediction(self, job_id: int, limit: float) -> float:
@@ -349,6 +381,9 @@ class ClusterState:
                 # jobs cancelled while pending never complete: forget theirs now and then
                 self.predictions = {k: v for k, v in self.predictions.items() if k in self.active}
             pending = tuple(self._predicted(v) for v in pending)
+        deps = self.unmet_dependencies()
+        if self.waits is not None:
+            pending = self._guard_clock(pending, deps, self.clock())
         if self.policy is not None and self.policy.score is not None and not self.sched_epoch and pending:
             self.sched_epoch = min(v.submit_time for v in pending)
         nodes = tuple(self.node_view(n) for n in self.nodes.values())
@@ -368,7 +403,7 @@ class ClusterState:
                         sched_epoch=self.sched_epoch,
                         starve_bound=self.waits.bound() if self.waits is not None else math.inf,
                         starved=self.starved,
-                        dependencies=self.unmet_dependencies(), array_running=array_running,
+                        dependencies=deps, array_running=array_running,
                         qos=self.cfg.qos, reservations=reservations,
                         limits=self._assoc_limits.view(self.accounts, self.cfg.accounting_storage_enforce,
                                                        self.assoc_usage))

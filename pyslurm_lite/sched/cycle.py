@@ -101,13 +101,20 @@ def starved_jobs(snapshot: Snapshot, now: float) -> frozenset:
         return frozenset()
     deps = snapshot.dependencies
     return frozenset(j.job_id for j in snapshot.jobs
-                     if (now - j.submit_time >= bound or j.job_id in before)
+                     if (now - waiting_since(j) >= bound or j.job_id in before)
                      and j.begin_time <= now and j.job_id not in deps)
 
 
+def waiting_since(job: JobView) -> float:
+    """Since when the job could have run: its wait, for the guard, is counted from there (time
+    held, before --begin or behind a dependency does not count)."""
+    return job.waiting_since or max(job.submit_time, job.begin_time)
+
+
 def order_key(snapshot: Snapshot, now: float, policy, starved: frozenset):
-    """The sort key of step 1: tier (desc), then starved jobs (submit, id), then the others
-    by priority (desc) or the policy's score (asc), submit time, job id."""
+    """The sort key of step 1: tier (desc), then starved jobs (since when they could run, so in
+    the order they starved: a job starved later never goes ahead of one starved before; then
+    id), then the others by priority (desc) or the policy's score (asc), submit time, job id."""
     tiers = {name: part.priority_tier for name, part in snapshot.partitions.items()}
     score = policy.score if policy is not None else None
     if score is None and not starved:
@@ -118,12 +125,12 @@ def order_key(snapshot: Snapshot, now: float, policy, starved: frozenset):
     def key(j: JobView) -> tuple:
         tier = -tiers.get(j.partition, 0)
         if j.job_id in starved:
-            return tier, 0, j.submit_time, j.job_id
+            return tier, 0, waiting_since(j), j.job_id
         if score is None:
             return tier, 1, -j.priority, j.submit_time, j.job_id
         limit = j.time_limit if j.time_limit > 0 else max_time.get(j.partition, -1)
         requested = limit * 60 if limit > 0 else UNLIMITED_RUN
-        static = score.static(requested, j.num_nodes * j.cpus_per_node[0], j.submit_time - epoch)
+        static = score.static(requested, sum(j.cpus_per_node), j.submit_time - epoch)
         return tier, 1, static, j.submit_time, j.job_id
     return key
 

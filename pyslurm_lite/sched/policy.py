@@ -110,8 +110,8 @@ class History:
         self.last: dict = {}
 
     def completed(self, user, run: float) -> None:
-        if user is None or user < 0:
-            return  # unknown users share no history
+        if user is None or user == -1 or user == "":
+            return  # unknown users (SWF's -1) share no history
         prev = self.last.get(user)
         self.last[user] = (prev[1], run) if prev else (run, run)
 
@@ -130,11 +130,14 @@ def corrected(elapsed: float, estimate: float) -> float:
     return min(step, estimate)
 
 
+# never starved sooner: on a cluster that has not been busy yet the mean wait is about 0, and
+# a bound of 0 would turn every short wait into a reservation (conservative, in submit order)
+GUARD_FLOOR = 600.0
 # The starvation guard and the learned score: fitted by bench/bench_policies.py --fit on
 # LANL-CM5 and the two Lublin workloads (docs/scheduling-policies.md): a job that has waited ten
 # times the mean wait of every job started so far gets a reservation; jobs are ordered by
 # log10(requested time) * processors (the fit prefers b = 0 to F1's 870).
-GUARD = Guard(factor=10.0)
+GUARD = Guard(factor=10.0, floor=GUARD_FLOOR)
 LEARNED = Score(a=1.0)
 
 POLICIES = {

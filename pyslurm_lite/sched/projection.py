@@ -36,7 +36,7 @@ import copy
 import math
 
 from ..model import Reason
-from .profile import Timeline
+from .profile import Timeline, planned_length
 from .snapshot import JobView
 
 # reasons of jobs that only wait for resources to free up: they can be projected
@@ -120,8 +120,7 @@ def _book(p, timeline: Timeline, job: JobView, floor: dict, horizon: float) -> f
     if start is None:
         return None
     if start <= horizon:
-        end = start + job.time_limit * 60 if job.time_limit > 0 else math.inf
-        timeline.block(allocations, start, end)
+        timeline.block(allocations, start, start + planned_length(job))
     return start
 
 
@@ -130,7 +129,8 @@ def _shape(p, job: JobView) -> tuple:
     barred_by_user = job.exclusive_user or p.exclusive_held
     return (job.partition, job.reservation, job.num_nodes, job.cpus_per_node, job.mem_per_node,
             job.gpus_per_node, job.gpu_type, job.gpu_types, job.exclusive, job.features,
-            job.time_limit, job.required, job.excluded, job.whole_mem, job.exclusive_user,
+            job.time_limit, job.planned_minutes, job.required, job.excluded, job.whole_mem,
+            job.exclusive_user,
             job.user if barred_by_user else "", job.enforce_binding, job.req_switch,
             job.share_name, job.shares_per_node)
 

@@ -25,6 +25,9 @@ class JobView:
     gpu_type: str = ""
     exclusive: bool = False
     begin_time: float = 0.0
+    # since when it has been able to run (not held, --begin reached, dependencies met): the
+    # starvation guard counts its wait from there; 0: from submit_time
+    waiting_since: float = 0.0
     held: bool = False
     held_by_admin: bool = False
     features: tuple[tuple[str, ...], ...] = ()  # --constraint as alternatives of required features
@@ -172,4 +175,5 @@ class Plan:
     # pending job -> why it got no projection: "bf_max_job_test" or "bf_window"
     unprojected: dict[int, str] = field(default_factory=dict)
     projecting: bool = False
-    starved: frozenset = frozenset()  # jobs the starvation guard protects: the next snapshot's  # this pass projected starts: `projected` is the whole answer
+    # jobs the starvation guard protects: the next snapshot's `starved`
+    starved: frozenset = frozenset()  # this pass projected starts: `projected` is the whole answer

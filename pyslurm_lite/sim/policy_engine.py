@@ -7,12 +7,14 @@ Rules, at each pass (after the instant's ends and arrivals):
   2. jobs start in that order while they fit and no reservation has been made; the first that
      does not fit gets a reservation at its earliest start, and so does every starved job after
      it (conservative among the starved: each is planned around those before it);
-  3. every other job (in order; shortest prediction first with EASY++) starts now if it fits
-     on the profile from now to its planned end without delaying any reservation.
+  3. every other job (in order) starts now if it fits on the profile from now to its planned end
+     without delaying any reservation.
 The profile is the free processors as a step function over time: running jobs hold theirs until
-their planned end (start + prediction, or + estimate without EASY++), reservations from their
-start to their planned end. With one reservation this is exactly textbook EASY (a test holds it
-equal to engine.easy job by job).
+their planned end (start + prediction, corrected once outlived, or + estimate without EASY++;
+always + estimate while a starved job waits), reservations from their start to their planned
+end. With one reservation this is exactly textbook EASY (a test holds it equal to engine.easy
+job by job), and tests hold every policy equal to the daemon's own sched.schedule() driven by
+sched_engine.replay.
 """
 
 from __future__ import annotations
@@ -194,8 +196,9 @@ class _PolicyReplay:
 
     def _project(self, now, arrivals) -> None:
         """Projected starts of this instant's arrivals: every waiting job booked at its earliest
-        start in the pass's order, on the pass's planned ends, up to the first arrival's...
-        last; as Slurm's backfill, at most MAX_JOB_TEST jobs and no further than WINDOW."""
+        start in the pass's order, on the pass's planned ends, until the last arrival is;
+        as Slurm's backfill, at most MAX_JOB_TEST jobs and no further than WINDOW (the first
+        job past it ends the plan: none after it is projected)."""
         projected, start = self.projected, self.start
         left = set()
         for j in arrivals:

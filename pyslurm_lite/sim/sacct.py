@@ -24,6 +24,7 @@ Times are local, as sacct prints them; only differences between them matter here
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -142,6 +143,9 @@ def _record(row: dict, where: str, history: History) -> Record | None:
     tres = _tres(row.get("reqtres", ""), where)
     nodes = int(tres.get("node") or _count(row, "nnodes", where) or 1)
     cpus = int(tres.get("cpu") or _count(row, "ncpus", where) or nodes)
+    if nodes > MAX_COUNT or cpus > MAX_COUNT:
+        raise InvalidRequest(f"{where}: {nodes} nodes / {cpus} CPUs is more than any cluster "
+                             f"(at most {MAX_COUNT})")
     mem = _mem_per_node(row, tres, nodes, cpus, where)
     gpus, gpu_type = _gpus(tres)
     return Record(job_id=row["jobid"], submit=submit, run=max(int(run), 0),
@@ -180,6 +184,9 @@ def _limit(text: str, where: str) -> int | None:
         raise InvalidRequest(f"{where}: bad Timelimit {text!r}") from None
 
 
+MAX_COUNT = 1 << 20  # nodes or CPUs one job may ask: past this a record is refused as malformed
+
+
 def _count(row: dict, key: str, where: str) -> int:
     text = row.get(key, "").strip()
     if not text:
@@ -197,9 +204,11 @@ def _tres(text: str, where: str) -> dict[str, float]:
         try:
             if not sep:
                 raise InvalidRequest(item)
-            out[name.strip().lower()] = (parse_memory(value) if name.strip().lower() == "mem"
-                                         else float(value))
-        except (InvalidRequest, ValueError):
+            count = parse_memory(value) if name.strip().lower() == "mem" else float(value)
+            if not math.isfinite(count) or count < 0:
+                raise ValueError(value)
+            out[name.strip().lower()] = count
+        except (InvalidRequest, ValueError, OverflowError):
             raise InvalidRequest(f"{where}: bad ReqTRES item {item!r} "
                                  "(expected NAME=COUNT, as cpu=4,mem=8G)") from None
     return out

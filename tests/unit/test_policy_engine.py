@@ -122,6 +122,26 @@ def test_policy_engine_matches_the_scheduler(seed, name):
                                                    ("policy engine", "scheduler"))
 
 
+# Combinations no named policy has (the daemon's SchedulerParameters=sched_policy can still ask
+# for them): predictions under a guard (plans fall back to estimates while a job is starved), a
+# window and a floor.
+COMBINED = [Policy("easy++-guard", predict=True, guard=Guard(factor=2)),
+            Policy("f1-window", score=F1, predict=True, guard=Guard(factor=3, window=20,
+                                                                     floor=120))]
+
+
+@pytest.mark.parametrize("policy", COMBINED, ids=[p.name for p in COMBINED])
+@pytest.mark.parametrize("seed", SEEDS[:3])
+def test_policy_engine_matches_the_scheduler_on_combinations(seed, policy, monkeypatch):
+    t = random_trace(seed)
+    assert starved_jobs(t, policy) > 10
+    # sched_engine.replay takes a name of sched.policy.POLICIES
+    monkeypatch.setitem(sched_engine.POLICIES, policy.name, policy)
+    fast, through_sched = policy_engine.replay(t, policy), sched_engine.replay(t, policy.name)
+    assert fast == through_sched, first_difference(fast, through_sched, t,
+                                                   ("policy engine", "scheduler"))
+
+
 # ---- worked examples ----------------------------------------------------------------------------
 
 T = 10**6  # submit times near 1e6: F1's 870*log10(s) then differs by < 0.01 between these jobs
@@ -248,17 +268,21 @@ def test_projection_tests_at_most_max_job_test_jobs(monkeypatch):
 
 
 def test_projection_accuracy_by_hand():
-    t = trace(*(J(j, 0, 1, 100) for j in range(1, 7)))
-    start = [0, 100, 50, 200, 300, 10]
-    projected = [0, 90, None, 260, 300, 30]
-    # jobs 2..6 waited (5); job 3 has no projection: errors 10, 60, 0, 20 -> sorted 0 10 20 60;
-    # median = errors[int(0.5 * 4)] = 20, p90 = errors[int(0.9 * 4)] = 60; started no later
-    # than projected: jobs 4, 5, 6 (job 2 started 10 s late): 3 of 4
+    t = trace(*(J(j, 0, 1, 100) for j in range(1, 13)))
+    # job 1 started at its submit (not counted), job 2 has no projection; jobs 3..12 started at
+    # 1000 with |errors| 10, 20, ..., 100, projected late (1010, 1030, ...: started no later
+    # than projected) and early (980, 960, ...) in turn
+    start = [0, 100] + [1000] * 10
+    projected = [0, None, 1010, 980, 1030, 960, 1050, 940, 1070, 920, 1090, 900]
+    # sorted errors 10 .. 100: median = errors[int(0.5 * 10)] = 60, p90 = errors[9] = 100;
+    # no later than projected: 5 of 10
     a = report.projection_accuracy(t, "easy", start, projected)
-    assert (a.policy, a.waited, a.projected, a.median, a.p90) == ("easy", 5, 4, 20, 60)
-    assert a.early == pytest.approx(0.75)
+    assert (a.policy, a.waited, a.projected, a.median, a.p90) == ("easy", 11, 10, 60, 100)
+    assert a.early == pytest.approx(0.5)
     lines = report.accuracy_table([a]).splitlines()
-    assert lines[1].split() == ["easy", "5", "4", "20", "60", "75.0"]
+    assert lines[0].split() == ["policy", "waited", "projected", "median", "|err|", "s", "p90",
+                                "|err|", "s", "no", "later", "%"]
+    assert lines[1].split() == ["easy", "11", "10", "60", "100", "50.0"]
 
 
 def test_projection_accuracy_with_no_waits():

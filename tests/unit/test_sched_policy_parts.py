@@ -100,6 +100,15 @@ def test_window_keeps_the_last_n_waits():
     assert scale.bound() == pytest.approx(2 * 40)
 
 
+def test_seeded_waits_count_in_the_mean():
+    # the controller seeds the jobs started before it (its database): 4 jobs, 400 s in all
+    scale = WaitScale(Guard(factor=2))
+    scale.seed(4, 400)
+    assert scale.bound() == pytest.approx(2 * 100)
+    scale.started(600)
+    assert scale.bound() == pytest.approx(2 * 1000 / 5)
+
+
 def test_floor():
     scale = WaitScale(Guard(factor=3, floor=500))
     assert scale.bound() == 500
@@ -123,7 +132,8 @@ def test_score_floors_times_at_one_second():
 
 
 def test_lower_score_for_small_short_job():
-    assert POLICIES["learned"].score.static(60, 1, 0) < POLICIES["learned"].score.static(3600, 64, 0)
+    learned = POLICIES["learned"].score
+    assert learned.static(60, 1, 0) < learned.static(3600, 64, 0)
 
 
 def test_policy_names():

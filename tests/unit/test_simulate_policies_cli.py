@@ -12,12 +12,12 @@ from pyslurm_lite.cli.admin import main
 from pyslurm_lite.sim import POLICIES, replay, swf
 
 
-def trace_text(jobs: int = 40, seed: int = 3) -> str:
+def trace_text(jobs: int = 40, seed: int = 2) -> str:
     """A queue on 8 processors with users and estimates above the run times; job ids 501, 508,
     515, ... (not 1..n) and one record skipped (procs above the machine)."""
     rng = random.Random(seed)
     lines = ["; MaxProcs: 8"]
-    submit = 100
+    submit = 10**6  # F1's submit term then weighs the same for every job
     for k in range(jobs):
         submit += rng.choice([0, 5, 20])
         estimate = rng.choice([60, 300, 600])
@@ -98,3 +98,7 @@ def test_scheduler_engine_gives_the_fast_engines_dump(trace_file, tmp_path, poli
     assert a.exit_code == 0 and b.exit_code == 0, a.output + b.output
     assert fast.read_text() == slow.read_text()
     assert len(fast.read_text().splitlines()) == 41
+    # ... and the policy matters on this trace: it is not EASY's dump under another name
+    easy = tmp_path / "easy.csv"
+    assert simulate(trace_file, "--dump", easy).exit_code == 0
+    assert easy.read_text() != fast.read_text()
