@@ -197,8 +197,8 @@ class _PolicyReplay:
     def _project(self, now, arrivals) -> None:
         """Projected starts of this instant's arrivals: every waiting job booked at its earliest
         start in the pass's order, on the pass's planned ends, until the last arrival is;
-        as Slurm's backfill, at most MAX_JOB_TEST jobs and no further than WINDOW (the first
-        job past it ends the plan: none after it is projected)."""
+        as Slurm's backfill, at most MAX_JOB_TEST jobs and no further than WINDOW (a job past
+        it is neither projected nor booked), as sched/projection.py does in the daemon."""
         projected, start = self.projected, self.start
         left = set()
         for j in arrivals:
@@ -215,14 +215,14 @@ class _PolicyReplay:
                 break
             p = procs[j]
             s = profile.earliest(p, length[j])
-            if s - now > WINDOW:
-                break  # the plan goes no further: no later job is projected either
-            profile.hold(s, s + length[j], p)
             if j in left:
-                projected[j] = s
                 left.discard(j)
+                if s - now <= WINDOW:
+                    projected[j] = s
                 if not left:
                     break
+            if s - now <= WINDOW:  # past the window a job is not booked: later ones may fit
+                profile.hold(s, s + length[j], p)
 
     def _reserve(self, j: int, profile: Profile, length) -> None:
         p = self.t.procs[j]

@@ -101,12 +101,19 @@ class PolicyState:
 def replay(trace: Trace, policy: str) -> list:
     """Start time of every job in service order, as sched.schedule() decides them; for a policy
     of sched.policy.POLICIES with PolicyState playing the controller's part."""
+    return replay_projected(trace, policy, project=False)[0]
+
+
+def replay_projected(trace: Trace, policy: str, project: bool = True) -> tuple[list, list]:
+    """(start times, each job's projected start at its submit: sched/projection.py's, asked at
+    every instant with arrivals; None where it gave none)."""
     chosen = POLICIES.get(policy)
     config = SchedConfig(backfill=BACKFILL.get(policy, True), policy=chosen)
     state = PolicyState(chosen)
     submit, run, procs, estimate, user = (trace.submit, trace.run, trace.procs, trace.estimate,
                                           trace.user)
     start = [None] * len(trace)
+    projected = [None] * len(trace)
     pending: dict[int, JobView] = {}
     running: dict[int, RunningView] = {}
     ends: list = []  # heap of (actual end, job)
@@ -118,14 +125,19 @@ def replay(trace: Trace, policy: str) -> list:
             free += procs[j]
             del running[j]
             state.ended(j + 1, user[j], run[j])
+        first = i
         while i < n and submit[i] == now:
             pending[i] = state.arrived(_job_view(i, submit[i], procs[i], estimate[i]), user[i],
                                        estimate[i])
             i += 1
         views = tuple(state.running(r, estimate[j], now) for j, r in running.items())
-        plan = schedule(state.snapshot(_snapshot(trace.machine, free, pending, views)), now,
-                        config)
+        snap = state.snapshot(_snapshot(trace.machine, free, pending, views))
+        if project and i > first:
+            snap = replace(snap, project_starts=True)
+        plan = schedule(snap, now, config)
         state.planned(plan)
+        for j in range(first, i) if project else ():
+            projected[j] = plan.projected.get(j + 1, plan.reservations.get(j + 1))
         for s in plan.starts:
             j = s.job_id - 1
             del pending[j]
@@ -134,7 +146,9 @@ def replay(trace: Trace, policy: str) -> list:
             running[j] = RunningView(s.job_id, tuple(s.allocations), now + estimate[j], start=now)
             heappush(ends, (now + run[j], j))
             state.started(now - submit[j])
-    return start
+            if project and first <= j < i:
+                projected[j] = now
+    return start, projected
 
 
 def _job_view(j: int, submit, procs: int, estimate) -> JobView:
