@@ -153,7 +153,7 @@ def status(directory):
 @click.option("--projections", is_flag=True,
               help="also measure projected starts: |projected - actual| at each job's submit")
 @click.option("--engine", default="fast", show_default=True,
-              help="fast, or scheduler (the daemon's sched.schedule(), fcfs and easy only)")
+              help="fast, or scheduler (the daemon's sched.schedule(); every policy but conservative)")
 @click.option("--procs", type=click.IntRange(1), default=None,
               help="machine size in processors (default: the header's MaxProcs, else MaxNodes)")
 @click.option("--dump", default=None, metavar="FILE.csv", help="write id,submit,start,end,procs")
