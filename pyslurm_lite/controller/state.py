@@ -177,7 +177,7 @@ class ClusterState:
                 continue
             t = self.waiting_since.get(v.job_id)
             if t is None:
-                t = now if v.job_id in self.blocked_before else v.submit_time
+                t = now if v.job_id in self.blocked_before else max(v.submit_time, v.begin_time)
             since[v.job_id] = t
             out.append(replace(v, waiting_since=t) if v.waiting_since != t else v)
         # a job that could run and no longer can (held) starts afresh when it can again
