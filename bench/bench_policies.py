@@ -12,7 +12,7 @@ How `learned` is fitted (nothing is fitted on a trace it is reported on):
   * training traces: LANL-CM5 and the two Lublin-model workloads; test traces: KTH-SP2,
     CTC-SP2 and HPC2N, which the fit never replays;
   * candidates: the F1 family score = log10(r) * n + b * log10(s), b in B_GRID, with the
-    starvation guard bound = f * (mean wait so far), f in F_GRID;
+    starvation guard bound = max(f * (mean wait so far), GUARD_FLOOR), f in F_GRID;
   * objective, over the training traces: mean(bsld / EASY's bsld) + mean(max(0, max wait /
     EASY's max wait - 1.1)), i.e. slowdown, plus a penalty for every tenth of EASY's maximum
     wait that a candidate exceeds past the 10 % the issue allows; the lowest wins.
@@ -62,7 +62,7 @@ def fit(traces: dict) -> pol.Policy:
     for b in B_GRID:
         for f in F_GRID:
             cand = pol.Policy(f"b={b:g} f={f:g}", score=pol.Score(a=1.0, b=b),
-                              guard=pol.Guard(factor=f, window=0))
+                              guard=pol.Guard(factor=f, floor=pol.GUARD_FLOOR))
             ratios = []
             for n, t in traces.items():
                 s = report.summarize(t, cand.name, policy_engine.replay(t, cand))

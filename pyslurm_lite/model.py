@@ -316,6 +316,7 @@ class Job:
     steps: list[Step] = field(default_factory=list)
     next_step_id: int = 0
     expected_start: float = 0.0  # pending: when backfill has reserved its start (0: unknown)
+    start_note: str = ""  # pending without a projected start: why (bf_max_job_test, bf_window)
     array_job_id: int = 0  # 0: not part of an array
     array_task_id: int = 0
     array_limit: int = 0  # %N throttle, 0 none

@@ -233,6 +233,7 @@ MESSAGES = {
         ('admin_comment', 33, 'string', 0, None),
         ('billing', 34, 'double', 0, None),
         ('usage', 35, 'message', 1, 'UsageSample'),
+        ('start_note', 36, 'string', 0, None),
     ),
     'JobError': (
         ('job_id', 1, 'int64', 0, None),

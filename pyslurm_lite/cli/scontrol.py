@@ -158,7 +158,9 @@ def _job_state_lines(job, spec, now: float, detail: bool) -> list[str]:
         f"SubmitTime={_ts(job.submit_time)} EligibleTime={_ts(job.eligible_time)}",
         f"AccrueTime={_ts(0 if job.held else job.eligible_time)}",
         f"StartTime={start_t} EndTime={end_t} "
-        f"Deadline={_ts(spec.deadline) if spec.deadline else 'N/A'}",
+        f"Deadline={_ts(spec.deadline) if spec.deadline else 'N/A'}"
+        # ours: why a pending job has no projected start (the projection's limits)
+        + (f" StartTimeNote={job.start_note}" if job.state == "PENDING" and job.start_note else ""),
         # The scheduler keeps no last-evaluation time; the start (or submit) stands in.
         f"SuspendTime=None SecsPreSuspend=0 LastSchedEval={_ts(job.start_time or job.submit_time)}"
         " Scheduler=Main",

@@ -385,9 +385,12 @@ class JobManager:
                     continue
                 expected = _expected_start(plan, jid, job, reason)
                 desc = _state_desc(reason, plan.unavailable.get(jid, ()))
+                note = _start_note(plan, jid, job, expected)
                 if job is not None and job.state == JobState.PENDING and \
-                        (job.reason, job.expected_start, job.state_desc) != (reason, expected, desc):
+                        (job.reason, job.expected_start, job.state_desc, job.start_note) != \
+                        (reason, expected, desc, note):
                     job.reason, job.expected_start, job.state_desc = reason, expected, desc
+                    job.start_note = note
                     self.s.touch_listing(job)
             effects.signals += self._preempt(plan.preemptions, now)
             for start in plan.starts:
@@ -532,6 +535,16 @@ def _expected_start(plan: Plan, jid: int, job: Job | None, reason: Reason) -> fl
     if not plan.projecting or plan.unprojected.get(jid) == MAX_JOB_TEST:
         return job.expected_start
     return plan.projected.get(jid, 0.0)
+
+
+def _start_note(plan: Plan, jid: int, job: Job | None, expected: float) -> str:
+    """Why a pending job shows no projected start: the limit the projection stopped at
+    (bf_max_job_test, bf_window), as the last projecting pass found; "" when it has one."""
+    if expected or job is None:
+        return ""
+    if not plan.projecting:
+        return job.start_note
+    return plan.unprojected.get(jid, "")
 
 
 def _state_desc(reason: Reason, unavailable: tuple[str, ...]) -> str:

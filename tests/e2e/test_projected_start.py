@@ -59,7 +59,9 @@ def queue(cluster):
     long = cluster.sbatch("-c2", "-t10", "-o", "/dev/null", "--wrap", "sleep 600")
     wait_state(cluster, long, "RUNNING")
     end = re.search(r"\bEndTime=(\S+)", cluster.run(["scontrol", "show", "job", str(long)]).stdout).group(1)
-    waiting = [cluster.sbatch("-c2", "-t5", "-o", "/dev/null", "--wrap", "sleep 1") for _ in range(4)]
+    # long enough that, once the running job is cancelled, the last ones still wait while the
+    # tests below look at them (a 1-second job let the queue drain under a loaded host)
+    waiting = [cluster.sbatch("-c2", "-t5", "-o", "/dev/null", "--wrap", "sleep 60") for _ in range(4)]
     held = cluster.sbatch("-H", "-c1", "-t5", "-o", "/dev/null", "--wrap", "sleep 1")
     later = cluster.sbatch("--begin=now+7200", "-c1", "-t5", "-o", "/dev/null", "--wrap", "sleep 1")
     seen = wait_starts(cluster, waiting + [later])
@@ -105,3 +107,26 @@ def test_holding_a_job_takes_its_projection_away(cluster, queue):
     assert cluster.run(["scontrol", "hold", str(job)]).returncode == 0
     assert starts(cluster)[job] == "N/A"
     assert start_time_of(cluster, job) == "Unknown"
+
+
+def test_a_job_past_bf_window_says_so(cluster, queue):
+    """A 36-hour job queued behind a 1-hour one starts within the day; a second one behind it
+    would start more than bf_window (1440 minutes) from now: N/A, and scontrol says why
+    (StartTimeNote, ours)."""
+    blocker = cluster.sbatch("-c2", "-t60", "-o", "/dev/null", "--wrap", "sleep 600")
+    day_and_half = cluster.sbatch("-c2", "-t", "1-12:00:00", "-o", "/dev/null", "--wrap", "sleep 1")
+    # as long: no hole before the first one's end holds it
+    behind = cluster.sbatch("-c2", "-t", "1-12:00:00", "-o", "/dev/null", "--wrap", "sleep 1")
+    try:
+        wait_starts(cluster, [day_and_half])
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            shown = cluster.run(["scontrol", "show", "job", str(behind)]).stdout
+            if "StartTimeNote=" in shown:
+                break
+            time.sleep(0.3)
+        assert re.search(r"\bStartTime=Unknown\b.*\bStartTimeNote=bf_window\b", shown), shown
+        assert starts(cluster)[behind] == "N/A"
+        assert "StartTimeNote" not in cluster.run(["scontrol", "show", "job", str(day_and_half)]).stdout
+    finally:
+        cluster.run(["scancel", str(blocker), str(day_and_half), str(behind)])
