@@ -7,12 +7,14 @@ EASY each short job's minute would outlast LONG's and delay BIG: they wait behin
 EASY++ each is planned for ~1 s, and LONG's planned end is its limit (it has outlived its
 prediction: the next ladder step is a minute, its limit), so they backfill on the free CPU one
 after the other and finish while BIG still waits (Resources). A conf naming an unknown
-sched_policy stops the controller with a one-line error naming the valid ones.
+sched_policy stops the controller with a one-line error naming the valid ones. A job without
+a time limit is never planned on a prediction (nothing would kill it when it falls short).
 """
 
 from __future__ import annotations
 
 import re
+import time
 
 import pytest
 
@@ -33,25 +35,55 @@ def sacct_starts(cluster, jobs) -> dict[int, str]:
     return {int(j): start for j, start in (line.split("|") for line in r.stdout.split())}
 
 
-def test_short_jobs_backfill_on_their_predicted_run_times(cluster):
-    for _ in range(2):  # this user's history: two runs of about a second
+def long_running_big_waiting(cluster) -> tuple[int, int]:
+    """This user's history (two runs of about a second), then LONG (1 CPU, -t1) running and
+    BIG (2 CPUs, -t1) submitted behind it."""
+    for _ in range(2):
         assert wait_final(cluster, cluster.sbatch("-c1", "-t1", "-o", "/dev/null", "--wrap", "sleep 1")) == "COMPLETED"
     long = cluster.sbatch("-c1", "-t1", "-o", "/dev/null", "--wrap", "sleep 50")
     wait_state(cluster, long, "RUNNING")
-    big = cluster.sbatch("-c2", "-t1", "-o", "/dev/null", "--wrap", "sleep 1")
+    return long, cluster.sbatch("-c2", "-t1", "-o", "/dev/null", "--wrap", "sleep 1")
+
+
+def squeue(cluster, job, fmt) -> str:
+    r = cluster.run(["squeue", "-h", "-j", str(job), "-o", fmt])
+    assert r.returncode == 0, r.stderr
+    return r.stdout.strip()
+
+
+def test_short_jobs_backfill_on_their_predicted_run_times(cluster):
+    long, big = long_running_big_waiting(cluster)
     shorts = [cluster.sbatch("-c1", "-t1", "-o", "/dev/null", "--wrap", "sleep 1") for _ in range(3)]
     try:
         for j in shorts:
             assert wait_final(cluster, j, timeout=30) == "COMPLETED"
         assert cluster.state(long) == "RUNNING"
         assert cluster.state(big) == "PENDING"
-        r = cluster.run(["squeue", "-h", "-j", str(big), "-o", "%r"])
-        assert r.stdout.strip() == "Resources", r.stdout
+        assert squeue(cluster, big, "%r") == "Resources"
         starts = sacct_starts(cluster, [long, big, *shorts])
         assert starts[big] in ("Unknown", "None"), starts
         assert starts[long] <= min(starts[j] for j in shorts), starts  # ISO times: text order
     finally:
         cluster.run(["scancel", str(long), str(big), *map(str, shorts)])
+
+
+def test_unlimited_job_is_not_backfilled_on_a_prediction(cluster):
+    """UNLIMITED (1 CPU, no -t: MaxTime=UNLIMITED) fits the free CPU now; planned for its
+    user's ~1 s it would backfill, but nothing would kill it when that falls short, so it is
+    planned whole: it would hold the CPU BIG is promised for ever, and waits (Priority)."""
+    long, big = long_running_big_waiting(cluster)
+    unlimited = cluster.sbatch("-c1", "-o", "/dev/null", "--wrap", "sleep 1")
+    try:
+        assert squeue(cluster, unlimited, "%l") == "UNLIMITED"
+        deadline = time.monotonic() + 10
+        while squeue(cluster, unlimited, "%T %r") != "PENDING Priority" and time.monotonic() < deadline:
+            time.sleep(0.2)
+        time.sleep(2)  # a few more passes: it still waits (a prediction would have started it)
+        assert squeue(cluster, unlimited, "%T %r") == "PENDING Priority"
+        assert squeue(cluster, big, "%T %r") == "PENDING Resources"
+        assert cluster.state(long) == "RUNNING"
+    finally:
+        cluster.run(["scancel", str(long), str(big), str(unlimited)])
 
 
 def test_show_config_lists_it_as_given(cluster):

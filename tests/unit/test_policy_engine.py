@@ -17,6 +17,7 @@ import pytest
 
 from pyslurm_lite.sched.policy import F1, LEARNED, POLICIES, Guard, Policy
 from pyslurm_lite.sim import engine, policy_engine, report, sched_engine, swf
+from test_sim_engines import first_difference
 
 
 def J(job: int, submit: int, procs: int, estimate: int, run: int | None = None,
@@ -33,15 +34,6 @@ def trace(*lines: str, procs: int = 10) -> swf.Trace:
 
 def by_id(t: swf.Trace, start: list) -> dict:
     return dict(zip(t.ids, start))
-
-
-def first_difference(a: list, b: list, t: swf.Trace, names=("policy engine", "other")) -> str:
-    for j, (x, y) in enumerate(zip(a, b)):
-        if x != y:
-            return (f"{sum(u != v for u, v in zip(a, b))} jobs differ; first: job {t.ids[j]} "
-                    f"(submit {t.submit[j]}, {t.procs[j]} procs, estimate {t.estimate[j]}, "
-                    f"user {t.user[j]}): {names[0]} {x}, {names[1]} {y}")
-    return ""
 
 
 def random_trace(seed: int, jobs: int = 200) -> swf.Trace:

@@ -30,12 +30,12 @@ def first_jobs(name: str, n: int, skip: int = 0) -> swf.Trace:
     return t
 
 
-def first_difference(a: list, b: list, t: swf.Trace) -> str:
+def first_difference(a: list, b: list, t: swf.Trace, names=("fast", "scheduler")) -> str:
     for j, (x, y) in enumerate(zip(a, b)):
         if x != y:
             return (f"{sum(u != v for u, v in zip(a, b))} jobs differ; first: job {t.ids[j]} "
-                    f"(submit {t.submit[j]}, {t.procs[j]} procs, estimate {t.estimate[j]}): "
-                    f"fast {x}, scheduler {y}")
+                    f"(submit {t.submit[j]}, {t.procs[j]} procs, estimate {t.estimate[j]}, "
+                    f"user {t.user[j]}): {names[0]} {x}, {names[1]} {y}")
     return ""
 
 
@@ -104,7 +104,7 @@ def reference_conservative(t: swf.Trace) -> list:
 def test_conservative_matches_the_reference(name, n, skip):
     t = first_jobs(name, n, skip)
     fast, reference = POLICIES["conservative"](t), reference_conservative(t)
-    assert fast == reference, first_difference(fast, reference, t).replace("scheduler", "reference")
+    assert fast == reference, first_difference(fast, reference, t, ("fast", "reference"))
 
 
 def random_trace(seed: int, jobs: int = 60) -> swf.Trace:
@@ -129,7 +129,7 @@ def random_trace(seed: int, jobs: int = 60) -> swf.Trace:
 def test_conservative_matches_the_reference_on_random_traces(seed):
     t = random_trace(seed)
     fast, reference = POLICIES["conservative"](t), reference_conservative(t)
-    assert fast == reference, first_difference(fast, reference, t).replace("scheduler", "reference")
+    assert fast == reference, first_difference(fast, reference, t, ("fast", "reference"))
 
 
 @pytest.mark.parametrize("policy", ["fcfs", "easy"])
