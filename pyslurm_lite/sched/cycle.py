@@ -3,8 +3,9 @@
 Pipeline, wired here and nowhere else:
   1. sort     — partition PriorityTier (desc), priority (desc), submit time, job id: ties break
                 the same way every run. SchedulerParameters=sched_policy (sched/policy.py)
-                changes it within a tier: starved jobs first (submit time, job id), then the
-                others by a learned score when the policy has one (lowest first);
+                changes it within a tier: starved jobs first (in the order they became able to
+                run, then job id), then the others by a learned score when the policy has one
+                (lowest first);
   2. filter   — held, not yet eligible (--begin), dependency unmet, partition down, its
                 reservation not begun, the QOS's MaxWall/MaxJobsPerUser/GPUs per user: the
                 job waits with that reason (the TRES limits of QOS and associations,
@@ -24,7 +25,8 @@ Pipeline, wired here and nowhere else:
                 delaying any reservation; otherwise it waits with Reason=Priority. Without
                 backfill (sched/builtin) every lower job of a blocked partition waits.
 
-sched_policy's other two parts: a starved job (waited starve_bound seconds) that cannot start
+sched_policy's other two parts: a starved job (able to run for starve_bound seconds: time held,
+before --begin or behind a dependency does not count; it stays starved) that cannot start
 gets a reservation even behind another blocked job of its partition, so no later job delays it
 (conservative among the starved); with EASY++ predictions, steps 3-6 plan running jobs until
 their planned_end and book pending ones for their planned_minutes (profile.planned_length),
