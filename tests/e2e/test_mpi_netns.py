@@ -19,6 +19,7 @@ its own environment to every rank, as on Slurm.)
 
 from __future__ import annotations
 
+import re
 import time
 
 import pytest
@@ -33,12 +34,13 @@ pytestmark = pytest.mark.root
 PREFIX, SUBNET, PORT = "pmpi", "10.213.9", 16911
 
 PROBE = """
-import socket, sys
+import os, socket, sys
 from mpi4py import MPI
 c = MPI.COMM_WORLD
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 s.connect((sys.argv[1], 9))  # no packet: only picks the route, so the source address of this host
-print("R", c.rank, c.size, c.allreduce(c.rank), socket.gethostname(), s.getsockname()[0], flush=True)
+line = f"R {c.rank} {c.size} {c.allreduce(c.rank)} {socket.gethostname()} {s.getsockname()[0]}\\n"
+os.write(1, line.encode())  # one write: ranks' lines cannot interleave mid-line in the output
 """
 # Open MPI refuses to run as root unless told twice (the tests run as root, to make namespaces)
 OMPI_AS_ROOT = "export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1\n"
@@ -71,14 +73,18 @@ def probe(tmp_path):
     return path
 
 
+RANK_LINE = re.compile(r"\bR (\d+) (\d+) (\d+) (\S+) (\d+\.\d+\.\d+\.\d+)\b")
+
+
 def _expected(hosts: NetnsCluster) -> list[list[str]]:
     node_of = {0: 1, 1: 1, 2: 2, 3: 2}  # block distribution: two ranks per node, in order
     return [[str(r), "4", "6", f"node{n}", hosts.addrs[n - 1]] for r, n in node_of.items()]
 
 
 def _ranks(out: str) -> list[list[str]]:
-    return sorted((line.split()[1:] for line in out.splitlines() if line.startswith("R ")),
-                  key=lambda row: int(row[0]))
+    # the rank lines wherever they stand (a launcher's own words may precede one on its line:
+    # CI once read "R R 3 4 6 node2 ...")
+    return sorted((list(m) for m in RANK_LINE.findall(out)), key=lambda row: int(row[0]))
 
 
 def _batch(hosts: NetnsCluster, tmp_path, body: str, timeout: float = 90) -> str:
