@@ -291,7 +291,7 @@ def sched_config(cfg) -> SchedConfig:
         raise ConfigError(f"{cfg.path}: bad bf_max_job_test={params['bf_max_job_test']}") from None
     policy = POLICIES[cfg.sched_policy]  # a name config.py checked
     return SchedConfig(backfill=kind == "sched/backfill",
-                       conservative="bf_conservative" in params or policy.reserve_all,
+                       conservative="bf_conservative" in params,
                        max_job_test=max_job_test, preempt_type=cfg.preempt_type,
                        preempt_mode=cfg.preempt_mode, preempt_exempt_time=cfg.preempt_exempt_time,
                        window=cfg.bf_window * 60, policy=policy)

@@ -68,7 +68,6 @@ class Policy:
     score: Score | None = None  # None: priority / service order
     predict: bool = False  # EASY++: plan with predicted run times
     guard: Guard = field(default_factory=Guard)
-    reserve_all: bool = False  # conservative: every blocked job gets a reservation
 
 
 class WaitScale:

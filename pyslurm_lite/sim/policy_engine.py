@@ -169,7 +169,6 @@ class _PolicyReplay:
         # the predictions say
         length = self.pred if not self.starved else self.t.estimate
         profile = self._profile(now, length)
-        starved = self.starved_set if not self.policy.reserve_all else None
         self._reserve(rest[0], profile, length)
         started = []
         for j in rest[1:]:
@@ -178,7 +177,7 @@ class _PolicyReplay:
                 self.free -= procs[j]
                 self.launch(j, now)
                 started.append(j)
-            elif starved is None or j in starved:
+            elif j in self.starved_set:
                 self._reserve(j, profile, length)
             elif not self.free and not self.starved:
                 break
