@@ -1,6 +1,6 @@
 """Scheduling policies on the Parallel Workloads Archive's traces: the table of issue #18.
 
-    .venv/bin/python bench/bench_policies.py                 # evaluate (about 10 minutes)
+    .venv/bin/python bench/bench_policies.py                 # evaluate (about 20 minutes)
     .venv/bin/python bench/bench_policies.py --fit           # refit `learned` first (+2 minutes)
     .venv/bin/python bench/bench_policies.py --projections   # + projection accuracy (+10 minutes)
     .venv/bin/python bench/bench_policies.py --traces KTH    # a subset (name prefixes)
@@ -17,7 +17,9 @@ How `learned` is fitted (nothing is fitted on a trace it is reported on):
     EASY's max wait - 1.1)), i.e. slowdown, plus a penalty for every tenth of EASY's maximum
     wait that a candidate exceeds past the 10 % the issue allows; the lowest wins.
 The winner is what sched/policy.py ships as LEARNED and GUARD; --fit prints it and says whether
-it still equals what ships.
+it still equals what ships. `learned` then re-fits the guard's factor online (sched/policy.py's
+REFIT, sim/guard_refit.py): each fit replays only jobs already submitted, so on every trace the
+factor is fitted on the trace's past and used on its future (a train/test split by time).
 """
 
 from __future__ import annotations

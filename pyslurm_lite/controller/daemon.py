@@ -28,6 +28,7 @@ from ..rpc.grpcutil import SERVER_OPTIONS, bind as bind_port
 from ..sched import SchedConfig, schedule
 from ..sched.policy import POLICIES
 from .dispatch import Dispatcher
+from .guard_refit import GuardRefit
 from .idle_gpu import IdleGpuMonitor
 from .job_mgr import JobManager
 from .job_timers import JobTimers
@@ -77,6 +78,7 @@ class Controller:
         self.notifier = Notifier(self.state)  # job changes -> outbox rows, in their commit
         self.state.on_save = self.notifier.on_save
         self.idle_gpus = IdleGpuMonitor(self.state, self.jobs, self.notifier)
+        self.guard_refit = GuardRefit(self.state, self.store)  # sched_policy=learned
         self.stop = threading.Event()
         self.server = None
         self.rest = None  # the HTTP server on RestPort (restd), while in control
@@ -124,6 +126,7 @@ class Controller:
         self.dispatch.send(self.nodes.monitor(now))
         self.dispatch.send(self.idle_gpus.run_once(now))
         self.notifier.periodic(now)
+        self.guard_refit.run_once(now)
         self.forget_ended_jobs(now)
 
     def forget_ended_jobs(self, now: float) -> None:

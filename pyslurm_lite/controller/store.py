@@ -436,6 +436,17 @@ class Store:
         return [(uid, submit, start, 0.0 if state in ACTIVE_STATES else end)
                 for uid, submit, start, end, state in reversed(rows)]
 
+    def refit_window(self, opens: float, lookback: float) -> list[Job]:
+        """The jobs a re-fit of the starvation guard replays: those submitted since `opens`,
+        and those submitted up to `lookback` earlier that had not started when it opened
+        (controller/guard_refit.py), by submit time."""
+        c = jobs_table.c
+        query = (sa.select(c.data).where(c.submit_time >= opens - lookback)
+                 .where(sa.or_(c.submit_time >= opens, c.start_time == 0, c.start_time >= opens))
+                 .order_by(c.submit_time, c.job_id))
+        with self.engine.connect() as conn:
+            return [decode_job(r[0]) for r in conn.execute(query)]
+
     def wait_totals(self) -> tuple[int, float]:
         """(how many jobs started, the sum of their waits): the starvation guard's mean over
         every job, without reading them all."""

@@ -21,6 +21,11 @@ where each comes from, and what they measure on the archive's traces:
              estimates, not predictions. The bound follows the site's own waits:
                  bound = max(factor * mean wait of the jobs started so far, floor)
              (of the last `window` jobs with a window).
+  refit      the guard's factor is not fixed: every `period` the policy replays the last
+             `window` of the cluster's own jobs (sim/guard_refit.py) under EASY and under each
+             candidate factor, and keeps the factor with the lowest mean bounded slowdown whose
+             maximum wait stays within `slack` of EASY's on the same jobs: a train/test split
+             by time, done online, so the bound follows the site as its load changes.
 
 Nothing here does I/O or reads a clock.
 """
@@ -62,12 +67,26 @@ class Guard:
     floor: float = 0.0
 
 
+DAY = 86400.0
+
+
+@dataclass(frozen=True)
+class Refit:
+    """How the guard's factor is re-fitted on the cluster's own recent jobs (sim/guard_refit)."""
+
+    period: float = 7 * DAY  # seconds between two fits
+    window: float = 56 * DAY  # the jobs submitted this long before a fit, and those still waiting
+    factors: tuple = (10.0, 20.0, 40.0, 80.0, 160.0, math.inf)  # the first is the fallback
+    slack: float = 1.1  # a candidate's max wait may be this many times EASY's
+
+
 @dataclass(frozen=True)
 class Policy:
     name: str
     score: Score | None = None  # None: priority / service order
     predict: bool = False  # EASY++: plan with predicted run times
     guard: Guard = field(default_factory=Guard)
+    refit: Refit | None = None  # None: the guard's factor stays guard.factor
 
 
 class WaitScale:
@@ -94,9 +113,13 @@ class WaitScale:
         self.count += count
         self.total += total
 
+    def refitted(self, factor: float) -> None:
+        """A new factor (Refit); the waits seen so far stay."""
+        self.guard = Guard(factor=factor, window=self.guard.window, floor=self.guard.floor)
+
     def bound(self) -> float:
         g = self.guard
-        if not g.factor:
+        if not g.factor or g.factor == math.inf:
             return math.inf
         mean = self.total / self.count if self.count else 0.0
         return max(g.factor * mean, g.floor)
@@ -135,14 +158,16 @@ GUARD_FLOOR = 600.0
 # The starvation guard and the learned score: fitted by bench/bench_policies.py --fit on
 # LANL-CM5 and the two Lublin workloads (docs/scheduling-policies.md): a job that has waited ten
 # times the mean wait of every job started so far gets a reservation; jobs are ordered by
-# log10(requested time) * processors (the fit prefers b = 0 to F1's 870).
+# log10(requested time) * processors (the fit prefers b = 0 to F1's 870). `learned` then
+# re-fits the factor weekly on the cluster's own last eight weeks (REFIT).
 GUARD = Guard(factor=10.0, floor=GUARD_FLOOR)
 LEARNED = Score(a=1.0)
+REFIT = Refit()
 
 POLICIES = {
     "easy": Policy("easy"),
     "easy++": Policy("easy++", predict=True),
     "f1": Policy("f1", score=F1),
     "f1-guard": Policy("f1-guard", score=F1, guard=GUARD),
-    "learned": Policy("learned", score=LEARNED, guard=GUARD),
+    "learned": Policy("learned", score=LEARNED, guard=GUARD, refit=REFIT),
 }

@@ -40,7 +40,7 @@ DESCRIPTIONS = {  # what --list-policies prints after each name
     "easy++": "EASY with run times predicted from each user's last two jobs (Tsafrir et al.)",
     "f1": "EASY in the order of F1 = log10(r)*n + 870*log10(s) (Carastan-Santos, de Camargo)",
     "f1-guard": "f1 with the starvation guard",
-    "learned": "the fitted score with the starvation guard (docs/scheduling-policies.md)",
+    "learned": "the fitted score with the starvation guard, its factor re-fitted weekly on the last 8 weeks (docs/scheduling-policies.md)",
 }
 ENGINES = ("fast", "scheduler")
 # what `--engine scheduler` can replay: all but conservative, whose fast engine compresses

@@ -24,6 +24,7 @@ from bisect import bisect_right, insort
 from heapq import heappop, heappush
 
 from ..sched.policy import History, Policy, WaitScale, corrected
+from . import guard_refit
 from .swf import Trace
 
 MAX_JOB_TEST = 500  # jobs a projection books at most (bf_max_job_test, the daemon's default)
@@ -101,6 +102,8 @@ class _PolicyReplay:
         self.cut = 0  # jobs before this index were looked at for starvation
         self.running: dict = {}  # job -> planned end
         self.ends: list = []  # heap (actual end, job)
+        # the guard's next re-fit (Refit): a window after the first job, then every period
+        self.next_refit = trace.submit[0] + policy.refit.window if policy.refit and n else math.inf
 
     def replay(self) -> list:
         t = self.t
@@ -117,6 +120,8 @@ class _PolicyReplay:
             while i < n and submit[i] == now:
                 self.arrive(i)
                 i += 1
+            if now >= self.next_refit:
+                self.refit(now, i)
             self.full_pass(now, i)
             if self.projected is not None and i > first:
                 self._project(now, range(first, i))
@@ -130,6 +135,14 @@ class _PolicyReplay:
         self.pred[j] = self.history.predict(t.user[j], est) if p.predict else est
         self.key[j] = p.score.static(est, t.procs[j], t.submit[j]) if p.score is not None else j
         insort(self.waiting, (self.key[j], j))
+
+    def refit(self, now, arrived: int) -> None:
+        """The guard's factor for the next period, from the window's jobs (sim/guard_refit)."""
+        window = guard_refit.window_jobs(self.t, self.start, arrived, now, self.policy.refit)
+        seed = (self.scale.count, self.scale.total)
+        self.scale.refitted(guard_refit.choose_factor(window, self.policy, seed,
+                                                      self.scale.guard.factor))
+        self.next_refit = guard_refit.next_fit(self.next_refit, now, self.policy.refit)
 
     def _starve(self, now, arrived: int) -> None:
         """Waiting jobs submitted at least the bound ago become starved, and stay so. The bound

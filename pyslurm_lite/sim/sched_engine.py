@@ -29,8 +29,9 @@ from heapq import heappop, heappush
 from ..model import parse_constraint
 from ..sched import JobView, NodeView, PartitionView, RunningView, SchedConfig, Snapshot, schedule
 from .conf_cluster import Cluster, Priorities
-from .sacct import Record
 from ..sched.policy import POLICIES, History, WaitScale
+from .guard_refit import choose_factor, next_fit, window_jobs
+from .sacct import Record
 from ..sched.profile import planned_end
 from .swf import Trace
 
@@ -59,8 +60,12 @@ class PolicyState:
     waits, the starved jobs carried from pass to pass, EASY++'s per-user history and each job's
     prediction, fixed when it is first seen."""
 
-    def __init__(self, policy, epoch: float = 0.0):
+    def __init__(self, policy, epoch: float = 0.0, first: float = 0.0):
+        self.policy = policy
         self.waits = WaitScale(policy.guard) if policy is not None and policy.guard.factor else None
+        # the guard's re-fits (Refit): a window after the first job (`first`), then each period
+        refit = policy.refit if self.waits is not None else None
+        self.next_refit = first + refit.window if refit is not None else math.inf
         self.history = History() if policy is not None and policy.predict else None
         self.epoch = epoch  # a score's time origin (Snapshot.sched_epoch)
         self.predicted: dict[int, float] = {}  # job id -> seconds
@@ -88,6 +93,14 @@ class PolicyState:
     def planned(self, plan) -> None:
         self.starved = plan.starved
 
+    def refit(self, now: float, window) -> None:
+        """A fit, when one is due: window() gives the jobs it replays (guard_refit)."""
+        if now < self.next_refit:
+            return
+        seed = (self.waits.count, self.waits.total)
+        self.waits.refitted(choose_factor(window(), self.policy, seed, self.waits.guard.factor))
+        self.next_refit = next_fit(self.next_refit, now, self.policy.refit)
+
     def started(self, wait: float) -> None:
         if self.waits is not None:
             self.waits.started(wait)
@@ -109,7 +122,7 @@ def replay_projected(trace: Trace, policy: str, project: bool = True) -> tuple[l
     every instant with arrivals; None where it gave none)."""
     chosen = POLICIES.get(policy)
     config = SchedConfig(backfill=BACKFILL.get(policy, True), policy=chosen)
-    state = PolicyState(chosen)
+    state = PolicyState(chosen, first=trace.submit[0] if len(trace) else 0.0)
     submit, run, procs, estimate, user = (trace.submit, trace.run, trace.procs, trace.estimate,
                                           trace.user)
     start = [None] * len(trace)
@@ -130,6 +143,7 @@ def replay_projected(trace: Trace, policy: str, project: bool = True) -> tuple[l
             pending[i] = state.arrived(_job_view(i, submit[i], procs[i], estimate[i]), user[i],
                                        estimate[i])
             i += 1
+        state.refit(now, lambda: window_jobs(trace, start, i, now, chosen.refit))
         views = tuple(state.running(r, estimate[j], now) for j, r in running.items())
         snap = state.snapshot(_snapshot(trace.machine, free, pending, views))
         if project and i > first:
@@ -212,7 +226,9 @@ class _Replay:
         self.start: dict[int, float] = {}
         self.reasons: dict[int, object] = {}
         self.ends: list = []  # heap of (end, job index)
-        self.policy = PolicyState(cluster.config.policy, jobs[0].record.submit if jobs else 0.0)
+        first = jobs[0].record.submit if jobs else 0.0
+        self.policy = PolicyState(cluster.config.policy, first, first)
+        self.cpu_trace = _cpu_trace(jobs, cluster) if self.policy.next_refit < math.inf else None
         multifactor = cluster.cfg.priority_type == "priority/multifactor"
         self.priorities = Priorities(cluster.cfg) if multifactor else None
         self.billing: dict[int, float] = {}
@@ -230,9 +246,16 @@ class _Replay:
                 self.pending[i] = self.policy.arrived(_sacct_view(i, jobs[i]), jobs[i].record.user,
                                                       _seconds(jobs[i].limit))
                 i += 1
+            if self.cpu_trace is not None:
+                self.policy.refit(now, lambda: self._window(now, i))
             self._pass(now)
         never = {k: getattr(self.reasons.get(k + 1), "value", "never scheduled") for k in self.pending}
         return Outcome(self.start, never)
+
+    def _window(self, now: float, arrived: int) -> Trace:
+        """The guard re-fit's window, the cluster as its processors (guard_refit replays)."""
+        start = [self.start.get(k) for k in range(arrived)]
+        return window_jobs(self.cpu_trace, start, arrived, now, self.policy.policy.refit)
 
     def _pass(self, now: float) -> None:
         if self.priorities is not None:
@@ -295,6 +318,21 @@ class _Replay:
                         running=tuple(self.policy.running(r, _seconds(self.jobs[k].limit), now)
                                       for k, r in self.running.items()),
                         qos=self.cluster.cfg.qos)
+
+
+def _cpu_trace(jobs: list[SimJob], cluster: Cluster) -> Trace:
+    """The jobs as processor counts on one machine of the cluster's CPUs: what the guard's
+    re-fit replays (sim/guard_refit.py); a job without a time limit is estimated at its run."""
+    t = Trace(name="cpus", machine=sum(v.cpus for v in cluster.nodes.values()))
+    for k, job in enumerate(jobs):
+        r = job.record
+        t.ids.append(k + 1)
+        t.submit.append(r.submit)
+        t.run.append(job.run)
+        t.procs.append(r.cpus)
+        t.estimate.append(job.limit * 60 if job.limit >= 0 else job.run)
+        t.user.append(r.user)
+    return t
 
 
 def _seconds(limit: int) -> float:

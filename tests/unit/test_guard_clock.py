@@ -270,3 +270,74 @@ def test_simulate_from_sacct_replays_easy_plus_plus(tmp_path, policy, extra):
     assert result.exit_code == 0, result.output + repr(result.exception)
     with open(out) as f:
         assert len(f.read().splitlines()) == 1 + 5  # the header and every job
+
+
+# ---- the guard's online re-fit in the controller (controller/guard_refit.py) -------------------
+
+def test_controller_refits_the_guard_factor_from_its_database(controller, monkeypatch):
+    """Due a window after the oldest job; the jobs of the database become the window (the
+    backlog included, each with what is known now), and the factor chosen is the guard's."""
+    from pyslurm_lite.sched.policy import POLICIES
+    from pyslurm_lite.controller import guard_refit as ctl_refit
+    learned = POLICIES["learned"]
+    day = 86400.0
+    seen = {}
+
+    def choose(window, policy, seed, current):
+        seen.update(submit=window.submit, waited_from=window.waited_from, run=window.run,
+                    procs=window.procs, machine=window.machine, seed=seed, current=current)
+        return 40.0
+
+    monkeypatch.setattr(ctl_refit, "choose_factor", choose)
+    first = 1000.0
+    opens = first + 60 * day - learned.refit.window
+    jobs = [stored(2, first, start=first + 10, end=first + 70),               # before: out
+            stored(3, opens - 2 * day, start=opens + day, end=opens + day + 600, cpus=2),
+            stored(4, opens + 3 * day, start=opens + 4 * day, end=opens + 4 * day + 30),
+            stored(5, opens + 50 * day, start=opens + 56 * day - 600, limit=90),  # running now
+            stored(6, opens + 55 * day, limit=30)]                           # pending now
+    state = recovered(controller, learned, jobs)
+    refit = controller.guard_refit
+    refit.run_once(first + learned.refit.window - 1)
+    assert refit.due == first + learned.refit.window and refit.thread is None  # not yet
+    now = first + 60 * day
+    controller.fake_now["now"] = now
+    controller.monitor_once(now)  # the daemon's monitor loop starts the fit
+    refit.thread.join(30)
+    assert state.waits.guard.factor == 40.0 and seen["current"] == 10.0
+    assert seen["waited_from"] == [opens - 2 * day, opens + 3 * day, opens + 50 * day,
+                                   opens + 55 * day]
+    assert seen["submit"] == [opens, opens + 3 * day, opens + 50 * day, opens + 55 * day]
+    assert seen["run"] == [600, 30, 90 * 60, 30 * 60]
+    assert seen["procs"] == [2, 1, 1, 1] and seen["machine"] == 6
+    assert seen["seed"] == (state.waits.count, state.waits.total) and state.waits.count == 4
+    assert refit.due == first + learned.refit.window + learned.refit.period  # whole periods on
+
+
+def test_simulate_from_sacct_refits_the_guard_on_the_records_cpus(tmp_path, monkeypatch):
+    """sched_policy=learned over 70 days of records: fits from day 56, weekly, each on the
+    window's jobs as CPU counts on a machine of the conf's CPUs."""
+    from datetime import datetime, timedelta
+    from click.testing import CliRunner
+    from pyslurm_lite.cli.admin import main
+    from pyslurm_lite.sim import sched_engine
+    fits = []
+
+    def choose(window, policy, seed, current):
+        fits.append((window.machine, sorted(set(window.procs)), len(window)))
+        return current
+
+    monkeypatch.setattr(sched_engine, "choose_factor", choose)
+    t0 = datetime(2026, 1, 5, 10)
+    rows = [(k, (t0 + timedelta(hours=12 * k)).isoformat(), 1 + k % 3) for k in range(140)]
+    hist = tmp_path / "h.txt"
+    hist.write_text(SACCT + "".join(f"{k + 1}|ann|{t}|{t}|00:05:00|00:30:00|cpu={c},node=1\n"
+                                    for k, t, c in rows))
+    conf = tmp_path / "slurm.conf"
+    conf.write_text("NodeName=n1 CPUs=4 RealMemory=8000\nPartitionName=p Nodes=n1 Default=YES\n"
+                    "SchedulerParameters=sched_policy=learned\n")
+    result = CliRunner().invoke(main, ["simulate", "--from-sacct", str(hist), "--conf", str(conf)])
+    assert result.exit_code == 0, result.output + repr(result.exception)
+    # 70 days of jobs: fits due at day 56 and 63 (day 70 is after the last job ends)
+    assert [(m, p) for m, p, _ in fits] == [(4, [1, 2, 3])] * 2, fits
+    assert fits[0][2] == fits[1][2] == 113  # two jobs a day over 56 days, both ends in

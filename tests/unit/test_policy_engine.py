@@ -11,12 +11,13 @@ ones, job by job, and on worked examples whose schedules are explained by hand.
 
 from __future__ import annotations
 
+import math
 import random
 
 import pytest
 
-from pyslurm_lite.sched.policy import F1, LEARNED, POLICIES, Guard, Policy
-from pyslurm_lite.sim import engine, policy_engine, report, sched_engine, swf
+from pyslurm_lite.sched.policy import F1, LEARNED, POLICIES, Guard, Policy, Refit
+from pyslurm_lite.sim import engine, guard_refit, policy_engine, report, sched_engine, swf
 from test_sim_engines import first_difference
 
 
@@ -131,8 +132,11 @@ def test_projections_match_the_daemons(seed, name):
 
 # Combinations no named policy has (the daemon's SchedulerParameters=sched_policy can still ask
 # for them): predictions under a guard (plans fall back to estimates while a job is starved), a
-# window and a floor.
-COMBINED = [Policy("easy++-guard", predict=True, guard=Guard(factor=2)),
+# window and a floor; and the guard re-fitted online, on windows that fit a random trace's hour.
+FAST_REFIT = Refit(period=600, window=1200, factors=(2.0, 8.0, math.inf), slack=1.1)
+COMBINED = [Policy("learned-refit", score=LEARNED, guard=Guard(factor=2, floor=120),
+                   refit=FAST_REFIT),
+            Policy("easy++-guard", predict=True, guard=Guard(factor=2)),
             Policy("f1-window", score=F1, predict=True, guard=Guard(factor=3, window=20,
                                                                      floor=120))]
 
@@ -147,6 +151,21 @@ def test_policy_engine_matches_the_scheduler_on_combinations(seed, policy, monke
     fast, through_sched = policy_engine.replay(t, policy), sched_engine.replay(t, policy.name)
     assert fast == through_sched, first_difference(fast, through_sched, t,
                                                    ("policy engine", "scheduler"))
+
+
+def test_refits_change_the_factor_on_the_random_traces(monkeypatch):
+    """The combination above is a real test of the re-fit: fits happen and move the factor."""
+    chosen = []
+    real = guard_refit.choose_factor
+
+    def spy(window, policy, seed, current):
+        chosen.append(real(window, policy, seed, current))
+        return chosen[-1]
+
+    monkeypatch.setattr(guard_refit, "choose_factor", spy)
+    for seed in SEEDS[:3]:
+        policy_engine.replay(random_trace(seed), COMBINED[0])
+    assert len(chosen) >= 6 and len(set(chosen)) >= 2, chosen
 
 
 # ---- worked examples ----------------------------------------------------------------------------
