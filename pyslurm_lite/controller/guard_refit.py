@@ -2,7 +2,8 @@
 jobs of the last window, read from the database, are replayed by the simulator's engine
 (sim/guard_refit.py, the same functions the simulator's replays call) on a machine of the
 cluster's CPUs, in a thread of its own, and the starvation guard takes the factor chosen.
-A restarted controller fits again at once when a fit is due: the factor is not persisted."""
+The factor is not persisted: a restarted controller fits again at once (the first fit is
+due a window after the oldest job, long past on a cluster in use)."""
 
 from __future__ import annotations
 
