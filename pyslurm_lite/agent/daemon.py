@@ -26,6 +26,7 @@ import grpc  # noqa: E402  (after the fork-support switch above)
 import psutil  # noqa: E402
 
 from .. import config as config_mod
+from .. import cycletrace
 from ..version import SLURM_VERSION
 from ..rpc import wire
 from .._proto import agent_pb2_grpc, controller_pb2 as cpb, controller_pb2_grpc, types_pb2
@@ -138,6 +139,7 @@ class Agent:
     def _report(self, event: dict) -> None:
         self.journal.record(event)  # durable before it is queued: an agent crash keeps it
         self.events.put(event)
+        cycletrace.mark("end.queued", event.get("job_id", 0))
 
     def _acknowledged(self) -> None:
         self.journal.delivered(self.pending)
@@ -199,6 +201,7 @@ class Agent:
         req = cpb.ReportJobEventsRequest(
             node=self.node, instance=self.instance, events=self._event_msgs(),
             usage=[wire.to_msg(u, types_pb2.UsageSample) for u in finals])
+        cycletrace.marks("end.send", [e["job_id"] for e in self.pending])
         try:
             reply = self.stub.ReportJobEvents(req, timeout=RPC_TIMEOUT, metadata=self._md("ReportJobEvents"))
         except BaseException:
@@ -274,6 +277,7 @@ class Agent:
     # ---- process ------------------------------------------------------------------------------
     def start(self) -> int:
         config_mod.warn_ignored(self.cfg, log)
+        cycletrace.start(f"agent:{self.node}")
         # Before registering: what a crashed predecessor left running dies now, and is reported
         # lost, so the controller requeues those jobs instead of waiting on tasks that are gone.
         for job_id in self.steps.clear_leftovers():

@@ -30,7 +30,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from ..config import Config
-from .. import rlimits
+from .. import cycletrace, rlimits
 from ..model import GpuDevice, Job, NodeAllocation
 from ..rpc import credential
 from ..rpc.credential import Claims, CredentialError
@@ -154,6 +154,7 @@ class StepManager:
             known = self.running.get(job.job_id)
             if known is not None and known.job.restart_count >= job.restart_count:
                 return  # a repeated launch message: never run a job twice
+        cycletrace.mark("launch.received", job.job_id)
         try:
             self._admit(job, cred)
         except CredentialError as e:  # nothing of the job's starts, nothing of another's stops
@@ -211,8 +212,11 @@ class StepManager:
         as_root = os.getuid() == 0
         if not as_root and spec.uid != os.getuid():
             raise PermissionError(f"agent runs as uid {os.getuid()} and cannot run jobs of uid {spec.uid}")
+        cycletrace.mark("launch.admitted", job.job_id)
         script = self._write_script(job)
+        cycletrace.mark("script.written", job.job_id)
         fenced = self.ensure_job_cgroup(job, self.node)
+        cycletrace.mark("cgroup.made", job.job_id)
         key = job_key(job.job_id)
         here = next((a for a in job.allocations if a.node == self.node), job.allocations[0])
         env = batch_environment(job, self.cfg, self.node, node_addrs,
@@ -242,6 +246,7 @@ class StepManager:
                 **self._identity(spec, as_root))
         finally:
             os.close(gate_r)
+        cycletrace.mark("forked", job.job_id)
         try:
             self.tracker.add(key, proc.pid, "batch")  # before any of the user's code runs
         except Exception:
@@ -252,6 +257,7 @@ class StepManager:
             raise
         os.write(gate_w, b"go\n")  # the job starts
         os.close(gate_w)
+        cycletrace.mark("gate.open", job.job_id)
         if self.tracker.name == "proctrack/pgid":
             # without cgroups, the pid file is the only record of what runs here
             spool_mod.write_pid(self._job_dir(job), proc.pid, job.restart_count)
@@ -324,6 +330,7 @@ class StepManager:
 
     def _finish(self, run: Running) -> None:
         rc, rusage = wait_with_rusage(run.proc)
+        cycletrace.mark("exited", run.job.job_id)
         if run.kill_timer:
             run.kill_timer.cancel()
         self._task_epilog(run)
@@ -332,6 +339,7 @@ class StepManager:
         if self.acct is not None:  # before the cgroup goes: its counters are the step's figures
             self.acct.finish(self._target(run), rusage)
         self._release(run.job)  # what the script left behind dies with it
+        cycletrace.mark("released", run.job.job_id)
         exit_code, exit_signal = (0, -rc) if rc < 0 else (rc, 0)
         # Report before forgetting: a heartbeat must never see a job neither running nor ended.
         self.report({"job_id": run.job.job_id, "restart_count": run.job.restart_count,

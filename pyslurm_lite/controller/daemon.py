@@ -20,6 +20,7 @@ from concurrent import futures
 import grpc
 
 from .. import config as config_mod
+from .. import cycletrace
 from .._proto import controller_pb2, controller_pb2_grpc
 from ..errors import ConfigError
 from ..rpc import authn, keys, tokens
@@ -97,6 +98,7 @@ class Controller:
         jobs only, as Slurm's event-triggered main scheduler looks at the top of the queue; the
         periodic pass tries bf_max_job_test of them."""
         began = time.perf_counter()
+        cycletrace.mark("pass.full" if full else "pass.event")
         self.timers.deadlines(now)  # before the snapshot, so none past its deadline starts
         with self.state.lock:
             snap = self.state.snapshot()
@@ -223,6 +225,7 @@ class Controller:
 
     def start(self, bind: str | None = None) -> int:
         config_mod.warn_ignored(self.cfg, log)
+        cycletrace.start("controller")
         me = pwd.getpwuid(os.geteuid()).pw_name
         if self.cfg.slurm_user != me:
             log.warning("SlurmUser=%s: the controller runs as %s (it does not change user); here "

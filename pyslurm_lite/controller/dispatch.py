@@ -13,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import grpc
 
+from .. import cycletrace
 from ..rpc import wire
 from .._proto import agent_pb2, agent_pb2_grpc, types_pb2
 from ..rpc import credential, tokens
@@ -65,9 +66,12 @@ class Dispatcher:
     def _launch(self, launch: Launch) -> None:
         scripts = self.s.store.load_scripts([j.job_id for j in launch.jobs])
         for req in self._launch_requests(launch, scripts):
+            ids = [j.job_id for j in req.jobs]
+            cycletrace.marks("launch.send", ids)
             try:
                 self._stub(launch.node).LaunchJobs(req, timeout=LAUNCH_TIMEOUT,
                                                    metadata=self._metadata(launch.node, "LaunchJobs"))
+                cycletrace.marks("launch.acked", ids)
             except grpc.RpcError as e:
                 log.warning("launch of %s on %s failed: %s", [j.job_id for j in req.jobs],
                             launch.node, e.code())
