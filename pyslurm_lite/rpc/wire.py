@@ -45,48 +45,57 @@ def _plan(cls, descriptor) -> tuple:
 def to_msg(obj, msg_cls):
     """A dataclass instance to a new message of msg_cls (fields the proto lacks are skipped)."""
     msg = msg_cls()
-    fill_msg(msg, obj)
+    _filler(type(obj), msg.DESCRIPTOR)(msg, obj)
     return msg
 
 
 def fill_msg(msg, obj) -> None:
-    for name, kind, _ in _plan(type(obj), msg.DESCRIPTOR):
-        value = getattr(obj, name)
-        if value is None:
-            continue
-        if kind == _SCALAR:
-            setattr(msg, name, value)
-        elif kind == _ENUM:
-            setattr(msg, name, value.value)
-        elif kind == _LIST:
-            if value:
-                getattr(msg, name).extend(value)
-        elif kind == _DICT:
-            if value:
-                getattr(msg, name).update(value)
-        elif kind == _NESTED:
-            fill_msg(getattr(msg, name), value)
-        else:  # _LIST_NESTED
-            target = getattr(msg, name)
-            for item in value:
-                fill_msg(target.add(), item)
+    _filler(type(obj), msg.DESCRIPTOR)(msg, obj)
 
 
 def from_msg(msg, cls):
     """A message to a new instance of dataclass cls, converting nested types by type hints."""
-    kwargs = {}
-    for name, kind, typ in _plan(cls, msg.DESCRIPTOR):
-        value = getattr(msg, name)
-        if kind == _SCALAR:
-            kwargs[name] = value
-        elif kind == _ENUM:
-            kwargs[name] = typ(value)
-        elif kind == _LIST:
-            kwargs[name] = list(value)
-        elif kind == _DICT:
-            kwargs[name] = dict(value)
-        elif kind == _NESTED:
-            kwargs[name] = from_msg(value, typ)
-        else:
-            kwargs[name] = [from_msg(v, typ) for v in value]
-    return cls(**kwargs)
+    return _maker(cls, msg.DESCRIPTOR)(msg)
+
+
+# Each plan is compiled once into a straight-line function (one attribute access per field, no
+# per-field dispatch): a job is some 150 fields with its spec, and squeue, sacct, launches and
+# the store convert thousands of jobs at a time. Field names are a dataclass's, so identifiers.
+
+@lru_cache(maxsize=None)
+def _maker(cls, descriptor):
+    """msg -> cls(...), generated from _plan."""
+    env, args = {"cls": cls, "_maker": _maker}, []
+    for i, (name, kind, typ) in enumerate(_plan(cls, descriptor)):
+        env[f"t{i}"] = typ
+        if kind in (_NESTED, _LIST_NESTED):
+            env[f"m{i}"] = descriptor.fields_by_name[name].message_type
+        expr = {_SCALAR: "msg.{n}", _ENUM: "t{i}(msg.{n})", _LIST: "list(msg.{n})",
+                _DICT: "dict(msg.{n})", _NESTED: "_maker(t{i}, m{i})(msg.{n})",
+                _LIST_NESTED: "[make(v) for make in (_maker(t{i}, m{i}),) for v in msg.{n}]",
+                }[kind].format(n=name, i=i)
+        args.append(f"{name}={expr}")
+    return _compile("make", "msg", f"    return cls({', '.join(args)})", env)
+
+
+@lru_cache(maxsize=None)
+def _filler(cls, descriptor):
+    """(msg, obj) -> None, filling msg from obj, generated from _plan."""
+    body = []
+    for name, kind, _ in _plan(cls, descriptor):
+        body.append(f"    v = obj.{name}")
+        body.append({_SCALAR: "    if v is not None: msg.{n} = v",
+                     _ENUM: "    if v is not None: msg.{n} = v.value",
+                     _LIST: "    if v: msg.{n}.extend(v)",
+                     _DICT: "    if v: msg.{n}.update(v)",
+                     _NESTED: "    if v is not None: fill_msg(msg.{n}, v)",
+                     _LIST_NESTED: "    if v:\n        t = msg.{n}\n"
+                                   "        for item in v: fill_msg(t.add(), item)",
+                     }[kind].format(n=name))
+    return _compile("fill", "msg, obj", "\n".join(body) or "    pass", {"fill_msg": fill_msg})
+
+
+def _compile(name: str, params: str, body: str, env: dict):
+    namespace: dict = {}
+    exec(f"def {name}({params}):\n{body}\n", env, namespace)  # our own plan, not input
+    return namespace[name]
