@@ -51,6 +51,22 @@ def test_job_round_trip():
     assert isinstance(back.allocations[0], NodeAllocation)
 
 
+def test_compiled_converters_equal_the_plan_walk(monkeypatch):
+    """Past COMPILE_AFTER uses a plan runs compiled: the same messages and dataclasses."""
+    monkeypatch.setattr(wire, "_uses", {})
+    monkeypatch.setattr(wire, "_makers", {})
+    monkeypatch.setattr(wire, "_fillers", {})
+    job = full_job()
+    blobs = [wire.to_msg(job, types_pb2.Job).SerializeToString(deterministic=True)
+             for _ in range(wire.COMPILE_AFTER + 2)]
+    assert (Job, types_pb2.Job.DESCRIPTOR) in wire._fillers  # the last ones ran compiled
+    assert len(set(blobs)) == 1
+    backs = [round_trip(job, types_pb2.Job) for _ in range(wire.COMPILE_AFTER + 2)]
+    assert (Job, types_pb2.Job.DESCRIPTOR) in wire._makers
+    assert all(b == job for b in backs)
+    assert isinstance(backs[-1].state, JobState) and isinstance(backs[-1].allocations[0], NodeAllocation)
+
+
 def test_default_job_round_trip():
     job = Job(job_id=1, spec=JobSpec())
     assert round_trip(job, types_pb2.Job) == job
