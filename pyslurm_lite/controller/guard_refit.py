@@ -44,7 +44,9 @@ class GuardRefit:
             with state.lock:
                 machine = sum(n.config.cpus for n in state.nodes.values())
                 seed, current = (state.waits.count, state.waits.total), state.waits.guard.factor
-            rows = [_row(job, now, policy.refit.window) for job in jobs]
+            # a job that ended without starting (cancelled while pending) took no machine time
+            rows = [_row(job, now, policy.refit.window) for job in jobs
+                    if job.start_time > 0 or not job.state.is_final]
             factor = choose_factor(window_trace(machine, opens, rows), policy, seed, current)
             with state.lock:
                 if state.waits is not None and state.policy is policy:

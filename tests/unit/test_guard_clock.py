@@ -12,7 +12,7 @@ import math
 import pytest
 
 from pyslurm_lite.errors import InvalidRequest
-from pyslurm_lite.model import Reason
+from pyslurm_lite.model import JobState, Reason
 from pyslurm_lite.sched import SchedConfig, schedule
 from pyslurm_lite.sched.cycle import order_key, starved_jobs
 from pyslurm_lite.sched.policy import GUARD, POLICIES, Guard, History, Policy, WaitScale
@@ -295,7 +295,9 @@ def test_controller_refits_the_guard_factor_from_its_database(controller, monkey
             stored(3, opens - 2 * day, start=opens + day, end=opens + day + 600, cpus=2),
             stored(4, opens + 3 * day, start=opens + 4 * day, end=opens + 4 * day + 30),
             stored(5, opens + 50 * day, start=opens + 56 * day - 600, limit=90),  # running now
-            stored(6, opens + 55 * day, limit=30)]                           # pending now
+            stored(6, opens + 55 * day, limit=30),                           # pending now
+            stored(7, opens + 54 * day, limit=30)]          # cancelled while pending: out
+    jobs[-1].state = JobState.CANCELLED
     state = recovered(controller, learned, jobs)
     refit = controller.guard_refit
     refit.run_once(first + learned.refit.window - 1)
