@@ -13,6 +13,7 @@ the cycle per slot (slots x span / jobs) of the whole run.
 from __future__ import annotations
 
 import argparse
+import glob
 import os
 import statistics
 import sys
@@ -21,6 +22,8 @@ import time
 from collections import defaultdict
 
 sys.path.insert(0, os.path.dirname(__file__))
+
+import psutil  # noqa: E402
 
 from bench_foundation import Lite, local_cluster, pct  # noqa: E402
 
@@ -104,6 +107,28 @@ def report(jobs: dict, passes: list, nodes: dict, slots: int) -> None:
           f"{sum(k == 'pass.full' for _, k in passes)} full passes")
 
 
+def cpu_seconds(directory: str) -> dict[str, tuple[float, float]]:
+    """daemon -> (its own CPU seconds, its reaped children's: the jobs and their shims)."""
+    out = {}
+    for pid_file in glob.glob(os.path.join(directory, "*.pid")):
+        name = os.path.basename(pid_file)[:-4]
+        t = psutil.Process(int(open(pid_file).read().split()[0])).cpu_times()
+        out[name] = (t.user + t.system, t.children_user + t.children_system)
+    return out
+
+
+def cpu_table(before: dict, after: dict, jobs: int, wall: float) -> None:
+    print(f"\nCPU per job, ms (the host has {os.cpu_count()} CPUs: "
+          f"{1e3 * (os.cpu_count() or 1) * wall / jobs:.1f} ms of CPU time per job were there)")
+    total = 0.0
+    for name in sorted(after):
+        own = after[name][0] - before[name][0]
+        kids = after[name][1] - before[name][1]
+        total += own + kids
+        print(f"  {name:<16} own {1e3 * own / jobs:6.2f}   jobs it ran {1e3 * kids / jobs:6.2f}")
+    print(f"  {'all':<16} {1e3 * total / jobs:6.2f}")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--jobs", type=int, default=300)
@@ -112,17 +137,20 @@ def main(argv=None) -> int:
     work = tempfile.mkdtemp(prefix="trace-cycle-")
     path = os.path.join(work, "cycle.trace")
     os.environ["PYSLURM_LITE_CYCLE_TRACE"] = path  # the daemons the cluster starts inherit it
-    with local_cluster(2, args.cpus) as (_, env):
+    with local_cluster(2, args.cpus) as (directory, env):
         b = Lite(env, work, "")
         ids = b.submit_held(args.jobs)
+        before = cpu_seconds(directory)
         t0 = time.time()
         b.release(ids)
         final = b.wait_final(ids, timeout=60 + args.jobs)
+        after, wall = cpu_seconds(directory), time.time() - t0
         print(f"released {len(ids)} at {t0:.3f}; states {sorted(set(final.values()))}")
         nodes = node_of(b, ids)
     jobs, passes = read_trace(path)
     jobs = {j: s for j, s in jobs.items() if j in set(ids)}
     report(jobs, [p for p in passes if p[0] >= t0], nodes, 2 * args.cpus)
+    cpu_table(before, after, len(ids), wall)  # wall includes the CLI's polling for the end
     return 0
 
 
