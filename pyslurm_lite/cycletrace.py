@@ -31,6 +31,7 @@ def mark(stage: str, job_id: int = 0) -> None:
 
 
 def marks(stage: str, job_ids) -> None:
+    """One line per job id (any iterable: callers pass generators, nothing is built when off)."""
     if _FD is not None:
         now = f"{time.time():.6f} {_WHO} {stage} "
         os.write(_FD, "".join(f"{now}{j}\n" for j in job_ids).encode())

@@ -201,7 +201,7 @@ class Agent:
         req = cpb.ReportJobEventsRequest(
             node=self.node, instance=self.instance, events=self._event_msgs(),
             usage=[wire.to_msg(u, types_pb2.UsageSample) for u in finals])
-        cycletrace.marks("end.send", [e["job_id"] for e in self.pending])
+        cycletrace.marks("end.send", (e["job_id"] for e in self.pending))
         try:
             reply = self.stub.ReportJobEvents(req, timeout=RPC_TIMEOUT, metadata=self._md("ReportJobEvents"))
         except BaseException:

@@ -66,12 +66,11 @@ class Dispatcher:
     def _launch(self, launch: Launch) -> None:
         scripts = self.s.store.load_scripts([j.job_id for j in launch.jobs])
         for req in self._launch_requests(launch, scripts):
-            ids = [j.job_id for j in req.jobs]
-            cycletrace.marks("launch.send", ids)
+            cycletrace.marks("launch.send", (j.job_id for j in req.jobs))
             try:
                 self._stub(launch.node).LaunchJobs(req, timeout=LAUNCH_TIMEOUT,
                                                    metadata=self._metadata(launch.node, "LaunchJobs"))
-                cycletrace.marks("launch.acked", ids)
+                cycletrace.marks("launch.acked", (j.job_id for j in req.jobs))
             except grpc.RpcError as e:
                 log.warning("launch of %s on %s failed: %s", [j.job_id for j in req.jobs],
                             launch.node, e.code())

@@ -404,9 +404,9 @@ class JobManager:
                 self._start(job, list(start.allocations), now)
                 self.s.job_started(job)  # the starvation guard's bound follows the waits
                 started.append(job)
-            cycletrace.marks("start.decided", [j.job_id for j in started])
+            cycletrace.marks("start.decided", (j.job_id for j in started))
             self.s.save(started)
-            cycletrace.marks("start.committed", [j.job_id for j in started])
+            cycletrace.marks("start.committed", (j.job_id for j in started))
             self.s.diag.add(jobs_started=sum(j.state == JobState.RUNNING for j in started))
             # the epochs are read under the same lock as the starts: a registration after
             # this point reconciles without these launches, and the agent will refuse them
@@ -462,7 +462,7 @@ class JobManager:
         up (steps left running there, cgroups)."""
         effects = Effects()
         with self.s.lock:
-            cycletrace.marks("end.received", [e.job_id for e in endings])
+            cycletrace.marks("end.received", (e.job_id for e in endings))
             changed = [job for e in endings if (job := self._apply_ending(e)) is not None]
             for job in changed:
                 effects.signals += [Signal(n, [job.job_id], 0, True, False, "complete",
@@ -472,7 +472,7 @@ class JobManager:
                     if step.state == JobState.RUNNING:
                         step.state, step.end_time = JobState.CANCELLED, job.end_time
             self.s.save(changed)
-            cycletrace.marks("end.committed", [j.job_id for j in changed])
+            cycletrace.marks("end.committed", (j.job_id for j in changed))
         if self.on_ended is not None:
             self.on_ended([j for j in changed if j.state.is_final])
         if changed:

@@ -14,8 +14,9 @@ whose maximum wait is at most `slack` times EASY's; the first candidate when non
 from __future__ import annotations
 
 from bisect import bisect_left
+from dataclasses import replace
 
-from ..sched.policy import POLICIES, GUARD_FLOOR, Guard, Policy, Refit
+from ..sched.policy import POLICIES, Policy, Refit
 from . import report
 from .swf import Trace
 
@@ -69,9 +70,8 @@ def choose_factor(window: Trace, policy: Policy, seed: tuple[int, float], curren
     easy = _summary(window, _PolicyReplay(window, POLICIES["easy"]).replay())
     best = None
     for factor in refit.factors:
-        cand = Policy(policy.name, score=policy.score, predict=policy.predict,
-                      guard=Guard(factor=factor, window=policy.guard.window,
-                                  floor=policy.guard.floor or GUARD_FLOOR))
+        # the live policy with this factor: the same score, predictions, window and floor
+        cand = replace(policy, refit=None, guard=replace(policy.guard, factor=factor))
         r = _PolicyReplay(window, cand)
         r.scale.seed(*seed)
         s = _summary(window, r.replay())
