@@ -43,7 +43,7 @@ class Client:
                  token: str | None = None):
         if cfg is None:
             from . import config
-            cfg = config.load(conf_path)
+            cfg = config.load_shared(conf_path)
         self.cfg = cfg
         self.timeout = timeout
         self.transport = transport or os.environ.get(TRANSPORT_ENV) or default_transport

@@ -234,6 +234,31 @@ def load(path: str | None = None) -> Config:
     return cfg
 
 
+_SHARED: dict[tuple, Config] = {}
+BESIDE = ("gres.conf", "cgroup.conf", "topology.conf")  # what load() reads beside slurm.conf
+
+
+def load_shared(path: str | None = None) -> Config:
+    """load() for a client that only reads the result: parsed once per process while the files
+    are unchanged. sbatch wants slurm.conf twice (the limits to propagate, the controller's
+    address), and one parse is a tenth of its start-up."""
+    path = conf_path(path)
+    stamp = (path, *(_file_stamp(f) for f in (path, *(os.path.join(
+        os.path.dirname(os.path.abspath(path)), name) for name in BESIDE))))
+    if stamp not in _SHARED:
+        _SHARED.clear()
+        _SHARED[stamp] = load(path)
+    return _SHARED[stamp]
+
+
+def _file_stamp(path: str) -> tuple | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_ino, st.st_size, st.st_mtime_ns
+
+
 def _pairs(line: str, where: str) -> list[tuple[str, str]]:
     try:
         words = shlex.split(line, comments=False, posix=True)

@@ -136,7 +136,7 @@ def _shown(value: int) -> str:
 def for_command(propagate: str | None) -> list[str]:
     """What sbatch or srun sends: --propagate's limits, else slurm.conf's choice (Slurm's
     default, ALL, when there is no readable slurm.conf: the command fails on that later)."""
-    from .config import load
+    from .config import load_shared as load
     from .errors import ConfigError, InvalidRequest
     try:
         cfg = load()

@@ -83,18 +83,28 @@ class StepRec:
     shares: dict = field(default_factory=dict)  # {'gres/shard': 3}: a GPU's shares it holds
 
 
-@dataclass
 class Rec:
     """One output line's inputs: a job message (as recorded for this run), its spec, the run's
-    state, and the step this line is for (None: the job's own line)."""
+    state, the step this line is for (None: the job's own line), the controller's now, the
+    configuration, and -T's (start, end) the times are cut to (None: not cut).
 
-    job: object
-    spec: JobSpec
-    state: str
-    step: StepRec | None
-    now: float
-    cfg: object
-    window: tuple[float, float] | None = None  # -T: the (start, end) the times are cut to
+    spec None: the JobSpec is converted from the job's message when a field first needs more
+    than its scalars (which the getters read off job.spec as they are): sacct prints tens of
+    thousands of lines, most of which never need it."""
+
+    __slots__ = ("job", "_spec", "state", "step", "now", "cfg", "window")
+
+    def __init__(self, job, spec: JobSpec | None, state: str, step: StepRec | None, now: float,
+                 cfg, window: tuple[float, float] | None = None):
+        self.job, self._spec, self.state, self.step = job, spec, state, step
+        self.now, self.cfg, self.window = now, cfg, window
+
+    @property
+    def spec(self) -> JobSpec:
+        if self._spec is None:
+            from ..rpc import wire
+            self._spec = wire.from_msg(self.job.spec, JobSpec)
+        return self._spec
 
 
 # ---- steps of a run ---------------------------------------------------------------------------
@@ -239,15 +249,16 @@ def group_name(gid: int) -> str:
 
 def _getters():
     j = lambda rec: rec.job  # noqa: E731 - a table of one-liners reads best as lambdas
+    s = lambda rec: rec.job.spec  # noqa: E731 - the spec's scalars, as recorded (see Rec)
     return {
-        "Account": lambda r: r.spec.account,
+        "Account": lambda r: s(r).account,
         "AllocCPUS": lambda r: str(alloc_cpus(r)), "NCPUS": lambda r: str(alloc_cpus(r)),
         "AllocNodes": lambda r: str(len(r.step.nodes)) if r.step else
         str(len(j(r).allocations) if j(r).start_time else 0),
         "AdminComment": lambda r: j(r).admin_comment,
         "AllocTRES": alloc_tres, "ReqTRES": req_tres,
-        "Cluster": lambda r: r.cfg.cluster_name, "Comment": lambda r: r.spec.comment,
-        "Constraints": lambda r: r.spec.constraint,
+        "Cluster": lambda r: r.cfg.cluster_name, "Comment": lambda r: s(r).comment,
+        "Constraints": lambda r: s(r).constraint,
         "CPUTime": lambda r: format_hms(times(r)[2] * alloc_cpus(r)),
         "CPUTimeRAW": lambda r: str(int(times(r)[2]) * alloc_cpus(r)),
         "DerivedExitCode": derived_exit_code,
@@ -257,21 +268,21 @@ def _getters():
         "Submit": lambda r: format_timestamp(r.step.start if r.step else j(r).submit_time),
         "ExitCode": lambda r: f"{r.step.exit_code}:{r.step.exit_signal}" if r.step else
         f"{j(r).exit_code}:{j(r).exit_signal}",
-        "GID": lambda r: str(r.spec.gid), "Group": lambda r: group_name(r.spec.gid),
-        "UID": lambda r: str(r.spec.uid), "User": lambda r: r.spec.user,
+        "GID": lambda r: str(s(r).gid), "Group": lambda r: group_name(s(r).gid),
+        "UID": lambda r: str(s(r).uid), "User": lambda r: s(r).user,
         "JobID": job_id, "JobIDRaw": lambda r: job_id(r, raw=True),
-        "JobName": lambda r: r.step.name if r.step else r.spec.name,
+        "JobName": lambda r: r.step.name if r.step else s(r).name,
         "NNodes": lambda r: str(len(r.step.nodes)) if r.step else
-        str(len(j(r).allocations) if j(r).start_time and j(r).allocations else r.spec.num_nodes),
+        str(len(j(r).allocations) if j(r).start_time and j(r).allocations else s(r).num_nodes),
         "NodeList": node_list,
         "NTasks": lambda r: str(r.step.tasks) if r.step else "",
         "Partition": lambda r: j(r).partition, "Priority": lambda r: str(0 if j(r).held else j(r).priority),
-        "QOS": lambda r: r.spec.qos or "normal",
+        "QOS": lambda r: s(r).qos or "normal",
         "Reason": lambda r: j(r).reason or "None",
         "ReqCPUS": lambda r: str(r.step.cpus if r.step else req_cpus(r)),
         "ReqMem": lambda r: format_memory(req_mem_per_node(r)) if req_mem_per_node(r) else "0",
-        "ReqNodes": lambda r: str(len(r.step.nodes) if r.step else r.spec.num_nodes),
-        "Reservation": lambda r: r.spec.reservation,
+        "ReqNodes": lambda r: str(len(r.step.nodes) if r.step else s(r).num_nodes),
+        "Reservation": lambda r: s(r).reservation,
         "Reserved": lambda r: format_hms(reserved(r)),
         "ResvCPU": lambda r: format_hms(reserved(r) * alloc_cpus(r)),
         "ResvCPURAW": lambda r: str(int(reserved(r)) * alloc_cpus(r)),
@@ -279,7 +290,7 @@ def _getters():
         "Suspended": lambda r: "00:00:00",  # jobs are never suspended here
         "Timelimit": lambda r: format_limit_hms(j(r).time_limit),
         "TimelimitRaw": lambda r: "UNLIMITED" if j(r).time_limit < 0 else str(j(r).time_limit),
-        "WorkDir": lambda r: r.spec.work_dir,
+        "WorkDir": lambda r: s(r).work_dir,
     }
 
 

@@ -154,7 +154,7 @@ def _in_range(value: int, low: int, high: int) -> bool:
 def keep(rec, f: RunFilter) -> bool:
     """Whether the job line of this run (an acctfields.Rec without a step) passes every filter."""
     from . import acctfields as af
-    job, spec = rec.job, rec.spec
+    job, spec = rec.job, rec.job.spec  # scalars only: as recorded (acctfields.Rec)
     if f.qos and (spec.qos or "normal") not in f.qos:
         return False
     if f.gids and spec.gid not in f.gids:

@@ -174,7 +174,7 @@ def resolve_clusters(prog: str, names: str) -> list[str]:
     """'all', or a comma-separated list: the cluster names among them that are ours. A name we
     do not know gets Slurm's "No cluster 'x' known by database."; none known: Slurm's error and
     exit 1."""
-    from ..config import load
+    from ..config import load_shared as load
     ours = load().cluster_name
     if names.strip().lower() == "all":
         return [ours]

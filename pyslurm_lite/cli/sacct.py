@@ -216,18 +216,16 @@ def wanted_steps(job, asked: dict[str, set[str]]) -> set[str] | None:
 
 def lines_for(run_msg, ns, fields, steps_asked, now, cfg, window=None, flt=None) -> list[str]:
     """The run's lines; none when a filter (cli/acctfilter.py) leaves its job out."""
-    from ..model import JobSpec
-    from ..rpc import wire
     job = run_msg.job
-    spec = wire.from_msg(job.spec, JobSpec)
     names = [n for n, _ in fields]
     only = wanted_steps(job, steps_asked)
-    rec = af.Rec(job, spec, run_msg.state, None, now, cfg, window)
+    rec = af.Rec(job, None, run_msg.state, None, now, cfg, window)
     if flt is not None and not acctfilter.keep(rec, flt):
         return []
     out = [] if only else [render([af.value(n, rec) for n in names], fields, ns)]
     if ns.allocations and not only:
         return out
+    spec = rec.spec
     for step in af.run_steps(job, spec, run_msg.state):
         if only and step.suffix not in only:
             continue

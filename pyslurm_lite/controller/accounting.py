@@ -21,8 +21,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from .._proto import types_pb2
 from ..errors import InvalidRequest
-from ..model import Job, JobState
+from ..model import JobState
+from ..rpc import wire
 from .auth import Caller, allowed
 from .store import Store
 
@@ -49,9 +51,10 @@ class HistoryQuery:
 
 @dataclass
 class JobRun:
-    """One run of a job: the job as recorded at the end of that run, and the state sacct shows."""
+    """One run of a job: the job as recorded at the end of that run (the stored types_pb2.Job
+    message: the reply carries it as it is), and the state sacct shows."""
 
-    job: Job
+    job: object
     state: str
 
 
@@ -64,10 +67,10 @@ def job_history(store: Store, q: HistoryQuery, now: float, max_array_size: int) 
     archived = store.job_runs([j.job_id for j in jobs]) if q.duplicates else {}
     out = []
     for job in jobs:
-        runs = [JobRun(_ended_at(old, ended), REQUEUED) for old, ended in archived.get(job.job_id, [])]
-        runs.append(JobRun(job, job.state.value))
-        out += [r for r in runs if in_window(r, q.states, q.start, end, q.any_eligibility)]
-    return out
+        for old, ended in archived.get(job.job_id, ()):
+            out.append(JobRun(_ended_at(old, ended), REQUEUED))
+        out.append(JobRun(job, job.state))
+    return [r for r in out if in_window(r, q.states, q.start, end, q.any_eligibility)]
 
 
 def check(q: HistoryQuery) -> None:
@@ -88,7 +91,7 @@ def _coarse_cut(q: HistoryQuery, end: float, max_array_size: int) -> dict:
                 ended_after=q.start if not q.states else 0.0, submitted_before=end)
 
 
-def _wanted(job: Job, q: HistoryQuery) -> bool:
+def _wanted(job, q: HistoryQuery) -> bool:
     if q.job_ids or q.array_tasks:
         named = job.job_id in q.job_ids or (job.array_job_id and job.array_job_id in q.job_ids)
         task = job.array_job_id and (job.array_job_id, job.array_task_id) in q.array_tasks
@@ -97,12 +100,12 @@ def _wanted(job: Job, q: HistoryQuery) -> bool:
     return not q.accounts or job.spec.account in q.accounts
 
 
-def _ended_at(job: Job, ended: float) -> Job:
+def _ended_at(job, ended: float):
     job.end_time = job.end_time or ended
     return job
 
 
-def eligible_time(job: Job) -> float:
+def eligible_time(job) -> float:
     """When the run could first have started; 0 (Slurm's "Unknown") while held and never run."""
     if job.held and not job.start_time:
         return 0.0
@@ -163,6 +166,8 @@ def with_live_usage(runs: list[JobRun], state) -> list[JobRun]:
             for run in running:
                 live = state.jobs.get(run.job.job_id)
                 if live is not None and live.restart_count == run.job.restart_count:
-                    run.job.usage = list(live.usage) or run.job.usage
+                    if live.usage:
+                        del run.job.usage[:]
+                        run.job.usage.extend(wire.to_msg(u, types_pb2.UsageSample) for u in live.usage)
                     run.job.admin_comment = live.admin_comment or run.job.admin_comment
     return runs

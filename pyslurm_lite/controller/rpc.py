@@ -40,6 +40,21 @@ def _job_errors(errors) -> list:
             for j, m in errors]
 
 
+_RUN_JOB, _RUN_STATE, _REPLY_RUNS, _REPLY_JOBS = (
+    wire.length_delimited(m.DESCRIPTOR.fields_by_name[f].number) for m, f in (
+        (pb.JobRun, "job"), (pb.JobRun, "state"), (pb.GetJobHistoryReply, "runs"),
+        (pb.GetJobsReply, "jobs")))
+
+
+def _history_reply(runs: list, now: float):
+    """GetJobHistory's reply put together from the runs' jobs serialized: sacct over 10,000
+    jobs takes half the time of building 10,000 JobRun messages in Python."""
+    reply = pb.GetJobHistoryReply(now=now)
+    reply.MergeFromString(b"".join(
+        _REPLY_RUNS(_RUN_JOB(r.job.SerializeToString()) + _RUN_STATE(r.state.encode())) for r in runs))
+    return reply
+
+
 def _history_query(msg) -> accounting.HistoryQuery:
     from ..arrays import parse_task_name
     return accounting.HistoryQuery(
@@ -144,7 +159,7 @@ class ControllerServicer(controller_pb2_grpc.ControllerServicer):
     def GetJobs(self, request, context):
         jobs = self.jobs.find(_filter(request.filter), self._caller())
         reply = pb.GetJobsReply(now=self.s.clock())
-        reply.jobs.extend(self._job_msg(j) for j in jobs)
+        reply.MergeFromString(b"".join(_REPLY_JOBS(self._job_bytes(j)) for j in jobs))
         return reply
 
     @rpc_method
@@ -161,8 +176,7 @@ class ControllerServicer(controller_pb2_grpc.ControllerServicer):
         runs = accounting.visible(runs, self._caller(), "jobs" in self.s.cfg.private_data)
         runs = accounting.with_live_reasons(runs, self.s)
         runs = accounting.with_live_usage(runs, self.s)
-        return pb.GetJobHistoryReply(now=now, runs=[
-            pb.JobRun(job=wire.to_msg(r.job, types_pb2.Job), state=r.state) for r in runs])
+        return _history_reply(runs, now)
 
     @rpc_method
     def CancelJobs(self, request, context):

@@ -383,7 +383,7 @@ class Store:
         if active_only:
             query = query.where(jobs_table.c.state.in_(ACTIVE_STATES))
         with self.engine.connect() as conn:
-            blobs = [r[0] for r in conn.execute(query.order_by(jobs_table.c.job_id))]
+            blobs = conn.execute(query.order_by(jobs_table.c.job_id)).scalars().all()
         return [decode_job(b) for b in blobs]
 
     def load_finished(self, job_ids: list[int] | None = None, limit: int = 10000) -> list[Job]:
@@ -392,16 +392,18 @@ class Store:
             query = query.where(jobs_table.c.job_id.in_(job_ids))
         query = query.order_by(jobs_table.c.job_id.desc()).limit(limit)
         with self.engine.connect() as conn:
-            blobs = [r[0] for r in conn.execute(query)]
+            blobs = conn.execute(query).scalars().all()
         return [decode_job(b) for b in reversed(blobs)]
 
     # ---- accounting (sacct) --------------------------------------------------------------------
     def job_history(self, job_ids: list[int] | None = None, id_spans: list[tuple[int, int]] = (),
                     users: list[str] = (), partitions: list[str] = (), names: list[str] = (),
-                    ended_after: float = 0.0, submitted_before: float = 0.0) -> list[Job]:
+                    ended_after: float = 0.0, submitted_before: float = 0.0) -> list:
         """Jobs in their latest form, by id (or id span: an array's tasks), owner (name or uid),
         partition and name, that had not ended by ended_after and were submitted before
-        submitted_before (0: no bound). A coarse cut the indexes serve; accounting decides."""
+        submitted_before (0: no bound). A coarse cut the indexes serve; accounting decides.
+        Each is the stored types_pb2.Job message, parsed and not converted: sacct reads tens
+        of thousands, and the reply sends them as they are."""
         c = jobs_table.c
         query = sa.select(c.data)
         if job_ids is not None or id_spans:
@@ -419,8 +421,8 @@ class Store:
         if submitted_before:
             query = query.where(c.submit_time < submitted_before)
         with self.engine.connect() as conn:
-            blobs = [r[0] for r in conn.execute(query.order_by(c.job_id))]
-        return [decode_job(b) for b in blobs]
+            blobs = conn.execute(query.order_by(c.job_id)).scalars().all()
+        return [parse_job(b) for b in blobs]
 
     def started_jobs(self, limit: int = 0) -> list[tuple[int, float, float, float]]:
         """(uid, submit, start, end: 0 while it runs) of the latest `limit` jobs that started (0:
@@ -461,14 +463,15 @@ class Store:
         with self.engine.connect() as conn:
             return conn.execute(sa.select(sa.func.min(jobs_table.c.submit_time))).scalar() or 0.0
 
-    def job_runs(self, job_ids: list[int]) -> dict[int, list[tuple[Job, float]]]:
-        """job id -> its archived earlier runs, oldest first, each with when it ended."""
+    def job_runs(self, job_ids: list[int]) -> dict[int, list[tuple[object, float]]]:
+        """job id -> its archived earlier runs (types_pb2.Job messages, as job_history's),
+        oldest first, each with when it ended."""
         query = (sa.select(runs_table.c.job_id, runs_table.c.end_time, runs_table.c.data)
                  .where(runs_table.c.job_id.in_(job_ids)).order_by(runs_table.c.job_id, runs_table.c.restart_count))
         out: dict[int, list[tuple[Job, float]]] = {}
         with self.engine.connect() as conn:
             for job_id, end_time, blob in conn.execute(query):
-                out.setdefault(job_id, []).append((decode_job(blob), end_time))
+                out.setdefault(job_id, []).append((parse_job(blob), end_time))
         return out
 
     # ---- usage (fair share) -------------------------------------------------------------------
@@ -692,7 +695,12 @@ def _decode_env(blob: bytes) -> dict[str, str]:
     return dict(msg.environment)
 
 
-def decode_job(blob: bytes) -> Job:
+def parse_job(blob: bytes):
+    """A stored job as its types_pb2.Job message."""
     msg = types_pb2.Job()
     msg.ParseFromString(blob)
-    return wire.from_msg(msg, Job)
+    return msg
+
+
+def decode_job(blob: bytes) -> Job:
+    return wire.from_msg(parse_job(blob), Job)

@@ -160,3 +160,21 @@ def _compile(name: str, params: str, body: str, env: dict):
     namespace: dict = {}
     exec(f"def {name}({params}):\n{body}\n", env, namespace)  # our own plan, not input
     return namespace[name]
+
+
+
+def length_delimited(field_number: int):
+    """f(data) -> data as field `field_number` (length-delimited: a message, string or bytes)
+    of a message being put together as bytes, for its MergeFromString: one parse in C where a
+    Python copy of thousands of submessages would take twice as long."""
+    assert 0 < field_number < 16  # a one-byte tag
+    tag = bytes([field_number << 3 | 2])
+
+    def field(data: bytes) -> bytes:
+        n, size = len(data), bytearray()
+        while n > 0x7F:
+            size.append(n & 0x7F | 0x80)
+            n >>= 7
+        size.append(n)
+        return tag + size + data
+    return field

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 
 import pytest
 
@@ -175,6 +177,32 @@ def test_load_reads_the_environment_variable(tmp_path, monkeypatch):
     cfg = config.load()
     assert cfg.path == path and list(cfg.nodes) == ["node1", "node2"]
     assert cfg.gres_devices == {}
+
+
+def test_load_shared_parses_once_until_a_file_changes(tmp_path):
+    path = _write(tmp_path)
+    first = config.load_shared(path)
+    assert config.load_shared(path) is first  # sbatch asks twice: one parse
+    (tmp_path / "slurm.conf").write_text(SLURM_CONF.replace("CPUs=2", "CPUs=16"))
+    changed = config.load_shared(path)
+    assert changed is not first and changed.nodes["node1"].cpus == 16
+    (tmp_path / "gres.conf").write_text("NodeName=node1 Name=gpu Count=1\n")  # a file beside it
+    assert config.load_shared(path).gres_devices != changed.gres_devices
+
+
+def test_reading_slurm_conf_does_not_load_the_scheduler(tmp_path):
+    """A CLI validates sched_policy's name without the scheduler's imports (sched/__init__.py
+    loads them on first use): a tenth of sbatch's start-up."""
+    path = _write(tmp_path, SLURM_CONF + "SchedulerParameters=sched_policy=learned\n")
+    code = ("import sys\nfrom pyslurm_lite import config\n"
+            f"assert config.load({path!r}).sched_policy == 'learned'\n"
+            "print(sorted(m for m in sys.modules if m.startswith('pyslurm_lite.sched.')))\n"
+            "from pyslurm_lite.sched import schedule, Snapshot\n"
+            "print(schedule.__module__, Snapshot.__module__)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == ["['pyslurm_lite.sched.policy']",
+                                     "pyslurm_lite.sched.cycle pyslurm_lite.sched.snapshot"]
 
 
 def test_load_missing_file(tmp_path):

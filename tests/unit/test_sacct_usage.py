@@ -9,7 +9,9 @@ from factories import model_job
 from pyslurm_lite.cli import acctfields as af
 from pyslurm_lite.cli.acctusage import convert_num_unit, elapsed_time, secs2time_str
 from pyslurm_lite.config import Config
-from pyslurm_lite.model import JobState, Partition, UsageSample
+from pyslurm_lite._proto import types_pb2
+from pyslurm_lite.model import JobSpec, JobState, Partition, UsageSample
+from pyslurm_lite.rpc import wire
 
 MIB = 1 << 20
 
@@ -140,11 +142,32 @@ def test_history_of_a_running_job_has_its_live_samples_and_flag(tmp_path):
         live = model_job(12)
         live.usage, live.admin_comment = [sample(max_rss=MIB)], "idle GPUs"
         state.jobs[12] = live
-        recorded, ended = model_job(12), model_job(12)  # as the database last saw them
+        ended = model_job(12)
         ended.job_id = 13
+        # as the database last saw them: the stored messages, which the reply sends as they are
+        recorded, ended = (wire.to_msg(j, types_pb2.Job) for j in (model_job(12), ended))
         runs = accounting.with_live_usage([JobRun(recorded, "RUNNING"), JobRun(ended, "COMPLETED")],
                                           state)
-        assert [(r.job.usage, r.job.admin_comment) for r in runs] == \
-            [([sample(max_rss=MIB)], "idle GPUs"), ([], "")]
+        assert [([wire.from_msg(u, UsageSample) for u in r.job.usage], r.job.admin_comment)
+                for r in runs] == [([sample(max_rss=MIB)], "idle GPUs"), ([], "")]
     finally:
         store.close()
+
+
+@pytest.mark.parametrize("changes", [
+    {}, {"qos": "high", "account": "lab", "comment": "c", "constraint": "ib", "reservation": "r"},
+    {"mem_per_cpu": 512, "cpus_per_task": 3}])
+def test_a_line_from_the_message_alone_is_the_line_from_its_converted_spec(changes):
+    """sacct's lines leave a run's JobSpec unconverted until a field needs more than its
+    scalars (acctfields.Rec): every field prints the same either way."""
+    job = model_job(12, gpus=(0, 1), **changes)
+    job.state, job.end_time, job.exit_code = JobState.COMPLETED, 1_700_000_100.0, 3
+    msg = wire.to_msg(job, types_pb2.Job)
+    cfg = Config()
+    for name in af.WIDTHS:
+        lazy = af.Rec(msg, None, "COMPLETED", None, job.end_time, cfg)
+        given = af.Rec(msg, wire.from_msg(msg.spec, JobSpec), "COMPLETED", None, job.end_time, cfg)
+        assert (name, af.value(name, lazy)) == (name, af.value(name, given))
+    untouched = af.Rec(msg, None, "COMPLETED", None, job.end_time, cfg)
+    [af.value(n, untouched) for n in ("JobID", "State", "JobName", "Account", "User", "QOS")]
+    assert untouched._spec is None  # nothing converted for these

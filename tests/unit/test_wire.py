@@ -104,3 +104,19 @@ def test_every_dataclass_field_has_a_proto_field(cls):
     silently (across a controller restart, say)."""
     msg_fields = set(getattr(types_pb2, cls.__name__).DESCRIPTOR.fields_by_name)
     assert [f.name for f in dataclasses.fields(cls) if f.name not in msg_fields] == []
+
+
+@pytest.mark.parametrize("size", [0, 1, 127, 128, 300, 16383, 16384, 2**21 + 5])
+def test_length_delimited_fields_parse_as_protobuf_writes_them(size):
+    """A reply put together as bytes (controller/rpc.py's GetJobs, GetJobHistory) is what
+    protobuf would serialize: lengths on both sides of each varint byte boundary."""
+    from pyslurm_lite._proto import controller_pb2 as pb
+    job = types_pb2.Job(job_id=7, reason="x" * size)
+    run = wire.length_delimited(1)(job.SerializeToString()) + wire.length_delimited(2)(b"COMPLETED")
+    reply = pb.GetJobHistoryReply()
+    reply.MergeFromString(wire.length_delimited(1)(run) * 2)
+    assert reply == pb.GetJobHistoryReply(runs=[pb.JobRun(job=job, state="COMPLETED")] * 2)
+    if size:  # proto3 leaves an empty string out
+        reason = types_pb2.Job.DESCRIPTOR.fields_by_name["reason"].number
+        assert wire.length_delimited(reason)(b"a" * size) == \
+            types_pb2.Job(reason="a" * size).SerializeToString()
