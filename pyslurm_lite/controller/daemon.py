@@ -90,13 +90,14 @@ class Controller:
         if not depth.isdigit() or int(depth) < 1:
             raise ConfigError(f"{cfg.path}: bad default_queue_depth={depth}")
         full_depth = self.sched_config.max_job_test or int(depth)  # 0: every job
-        self.event_config = dataclasses.replace(self.sched_config,
+        self.event_config = dataclasses.replace(self.sched_config, queue_depth=int(depth),
                                                 max_job_test=min(int(depth), full_depth))
 
     def schedule_once(self, now: float, full: bool = True) -> int:
-        """One pass. An event pass (full=False) tries backfill on the top default_queue_depth
-        jobs only, as Slurm's event-triggered main scheduler looks at the top of the queue; the
-        periodic pass tries bf_max_job_test of them."""
+        """One pass. An event pass (full=False) looks at the top default_queue_depth jobs
+        only, as Slurm's event-triggered main scheduler does (the others keep their reasons
+        until the next full pass, at most SCHED_PERIOD later); the periodic pass looks at every
+        job and tries bf_max_job_test of them."""
         began = time.perf_counter()
         cycletrace.mark("pass.full" if full else "pass.event")
         self.timers.deadlines(now)  # before the snapshot, so none past its deadline starts

@@ -52,6 +52,8 @@ class JobTimers:
         ended = []
         with self.s.lock:
             for job in self.s.jobs.values():
+                if not job.spec.deadline:  # most jobs: asked first, as this runs every pass
+                    continue
                 if job.state != JobState.PENDING or job.held or job.eligible_time > now \
                         or job.reason in (Reason.DEPENDENCY, Reason.DEPENDENCY_NEVER) \
                         or not deadline_passed(job, now):

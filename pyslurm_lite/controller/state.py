@@ -430,7 +430,7 @@ class ClusterState:
         """Pending jobs whose --dependency does not hold yet ("wait") or never will ("never")."""
         waiting, unmet = [], {}
         for j in self.active_jobs():
-            if j.state == JobState.PENDING and j.spec.dependency:
+            if j.spec.dependency and j.state == JobState.PENDING:  # the rare test first
                 try:  # refused at submit since #13; a record from before may still hold one
                     dependency.parse(j.spec.dependency)
                     waiting.append(j)

@@ -480,19 +480,13 @@ class Store:
         """Write associations' usage (TRES-seconds, already decayed to `now` and charged by the
         caller) and the jobs' new charged-until marks in one transaction; `forget` drops the
         marks of jobs that can no longer be charged."""
+        rows = [{"k_account": account, "k_user": user, "k_tres": tres, "seconds": seconds,
+                 "updated": now} for (account, user), per_tres in usage.items()
+                for tres, seconds in per_tres.items()]
+        marks = [{"k_job": job_id, "charged_until": until} for job_id, until in charged.items()]
         with self._lock, self._write() as conn:
-            for (account, user), per_tres in usage.items():
-                for tres, seconds in per_tres.items():
-                    key = ((usage_table.c.account == account) & (usage_table.c.user_name == user)
-                           & (usage_table.c.tres == tres))
-                    if conn.execute(usage_table.update().where(key)
-                                    .values(seconds=seconds, updated=now)).rowcount == 0:
-                        conn.execute(usage_table.insert().values(account=account, user_name=user, tres=tres,
-                                                                 seconds=seconds, updated=now))
-            for job_id, until in charged.items():
-                if conn.execute(charged_table.update().where(charged_table.c.job_id == job_id)
-                                .values(charged_until=until)).rowcount == 0:
-                    conn.execute(charged_table.insert().values(job_id=job_id, charged_until=until))
+            _upsert(conn, _USAGE_UPDATE, usage_table, rows)
+            _upsert(conn, _CHARGED_UPDATE, charged_table, marks)
             if forget:
                 conn.execute(charged_table.delete().where(charged_table.c.job_id.in_(forget)))
 
@@ -683,6 +677,29 @@ def _queue_outbox(conn, rows: list[dict], now: float) -> None:
     if fresh:
         conn.execute(outbox_table.insert(), [{**r, "attempts": 0, "next_at": now, "created": now,
                                               "sent": 0.0, "error": ""} for r in fresh.values()])
+
+
+# Every ended job writes its usage and charge mark: the statements are built once, with bind
+# parameters (k_*: the key), not per call (SQLAlchemy's expression building was most of it).
+_USAGE_UPDATE = usage_table.update().where(
+    (usage_table.c.account == sa.bindparam("k_account"))
+    & (usage_table.c.user_name == sa.bindparam("k_user"))
+    & (usage_table.c.tres == sa.bindparam("k_tres"))).values(
+    seconds=sa.bindparam("seconds"), updated=sa.bindparam("updated"))
+_CHARGED_UPDATE = charged_table.update().where(
+    charged_table.c.job_id == sa.bindparam("k_job")).values(
+    charged_until=sa.bindparam("charged_until"))
+
+
+_KEY_COLUMNS = {"k_account": "account", "k_user": "user_name", "k_tres": "tres", "k_job": "job_id"}
+
+
+def _upsert(conn, update, table, rows: list[dict]) -> None:
+    """Update each row by its key (its k_* parameters), then insert those no row matched."""
+    missing = [r for r in rows if conn.execute(update, r).rowcount == 0]
+    if missing:
+        conn.execute(table.insert(), [{_KEY_COLUMNS.get(k, k): v for k, v in r.items()}
+                                      for r in missing])
 
 
 def _encode_env(env: dict[str, str]) -> bytes:

@@ -65,6 +65,9 @@ class SchedConfig:
     backfill: bool = True  # sched/backfill; False: sched/builtin
     conservative: bool = False  # every blocked job gets a reservation (up to max_job_test)
     max_job_test: int = 0  # bf_max_job_test: jobs tried by backfill per pass; 0 = all
+    # default_queue_depth for the event-triggered passes: only the top this many jobs are
+    # looked at, the others keep their reasons until a full pass; 0 = the whole queue
+    queue_depth: int = 0
     preempt_type: str = "preempt/none"  # preempt/partition_prio | preempt/qos
     preempt_mode: str = "OFF"  # the cluster's PreemptMode: REQUEUE | CANCEL
     preempt_exempt_time: int = 0  # seconds a job runs before it may be preempted
@@ -84,6 +87,8 @@ def schedule(snapshot: Snapshot, now: float, config: SchedConfig = SchedConfig()
     queue = sorted(snapshot.jobs, key=order_key(snapshot, now, config.policy, starved))
     if config.preempt_type == "preempt/qos" and config.preempt_mode != "OFF":
         queue = preemptors_first(queue, snapshot.qos)
+    if config.queue_depth:
+        queue = queue[:config.queue_depth]
     for job in queue:
         reason = p.filter_reason(job)
         if reason is None:

@@ -241,3 +241,27 @@ def test_schedule_does_not_mutate_the_snapshot():
     snap = snapshot([job(1, cpus=2, gpus=1)], [n])
     schedule(snap, NOW)
     assert snap.nodes[0] == n and snap.nodes[0].free_gpus == (0, 1)
+
+
+def test_an_event_pass_looks_at_the_top_of_the_queue_only():
+    """SchedConfig.queue_depth (the daemon's event passes: default_queue_depth, as Slurm's
+    event-triggered scheduler): the jobs below it are neither started nor given a reason;
+    they keep theirs until a full pass."""
+    snap = snapshot([job(i, cpus=2, priority=100 - i) for i in range(1, 6)],
+                    [node("n1", cpus=2), node("n2", cpus=2)])
+    starts, reasons = outcome(schedule(snap, NOW, SchedConfig(queue_depth=3)))
+    assert (sorted(starts), reasons) == ([1, 2], {3: Reason.RESOURCES})
+    starts, reasons = outcome(schedule(snap, NOW, SchedConfig()))
+    assert (sorted(starts), sorted(reasons)) == ([1, 2], [3, 4, 5])
+
+
+def test_the_daemon_event_passes_take_default_queue_depth(tmp_path):
+    from pyslurm_lite import config
+    from pyslurm_lite.controller.daemon import Controller
+    text = (f"ClusterName=c\nStateSaveLocation={tmp_path}\nNodeName=n1 CPUs=2\n"
+            "PartitionName=p Nodes=n1 Default=YES\nSchedulerParameters=default_queue_depth=7\n")
+    ctl = Controller(config.parse(text, str(tmp_path / "slurm.conf")))
+    try:
+        assert (ctl.event_config.queue_depth, ctl.sched_config.queue_depth) == (7, 0)
+    finally:
+        ctl.store.close()

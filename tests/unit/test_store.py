@@ -274,3 +274,19 @@ def test_opening_the_database_again_keeps_the_other_processes_view(tmp_path):
         held.close()
         mine.dispose()
     assert (seen_here, seen_there) == (5, "7"), "the two processes no longer see each other's commits"
+
+
+def test_usage_rows_are_inserted_then_updated_with_their_time(db):
+    """add_usage writes each (account, user, TRES) once, then updates it in place with the
+    time it was decayed to: a restarted controller decays it from there."""
+    store = open_store(db)
+    usage = {("lab", "alice"): {"cpu": 100.0, "mem": 50.0}}
+    store.add_usage(usage, {7: 1000.0}, now=1000.0)
+    store.add_usage({("lab", "alice"): {"cpu": 300.0}}, {7: 2000.0, 8: 2000.0}, now=2000.0)
+    half_life = 100.0
+    assert store.load_usage(now=2000.0, half_life=half_life) == \
+        {("lab", "alice"): {"cpu": 300.0, "mem": pytest.approx(50.0 / 2 ** 10)}}
+    assert store.load_charged() == {7: 2000.0, 8: 2000.0}
+    store.add_usage({}, {}, now=2100.0, forget=(7,))
+    assert store.load_charged() == {8: 2000.0}
+    store.close()
