@@ -14,6 +14,7 @@ them. Fields we do not record at all are in NOT_RECORDED: they print empty and s
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from ..config import collect
 from ..model import JobSpec
@@ -117,9 +118,10 @@ def batch_state(job, run_state: str) -> str:
     return run_state
 
 
-def run_steps(job, spec: JobSpec, run_state: str) -> list[StepRec]:
+def run_steps(job, spec, run_state: str) -> list[StepRec]:
     """The steps of this run, batch first: srun steps that began during it (a requeued job's
-    record keeps its earlier runs' steps; they belong to those)."""
+    record keeps its earlier runs' steps; they belong to those). spec: its JobSpec or the
+    message's, whose `batch` only is read."""
     if run_state == "PENDING" or not job.start_time or not job.allocations:
         return []
     out = []
@@ -234,7 +236,7 @@ def job_id(rec: Rec, raw: bool = False) -> str:
 
 def derived_exit_code(rec: Rec) -> str:
     """The highest exit code of the job's srun steps, with the signal of that step."""
-    steps = [s for s in run_steps(rec.job, rec.spec, rec.state) if s.suffix != "batch"]
+    steps = [s for s in run_steps(rec.job, rec.job.spec, rec.state) if s.suffix != "batch"]
     worst = max(steps, key=lambda s: (s.exit_code, s.exit_signal), default=None)
     return f"{worst.exit_code}:{worst.exit_signal}" if worst else "0:0"
 
@@ -314,13 +316,22 @@ GETTERS = _getters()
 
 
 def value(name: str, rec: Rec) -> str:
+    return getter(name, rec.step is not None)(rec)
+
+
+def _empty(rec: Rec) -> str:
+    return ""
+
+
+@lru_cache(maxsize=None)
+def getter(name: str, step: bool):
+    """f(rec) -> the field's text on a job's line (step False) or a step's, resolved once per
+    name: sacct prints tens of thousands of lines."""
     if name in acctusage.GETTERS:
-        return acctusage.GETTERS[name](rec)
-    if name in USAGE or name in NOT_RECORDED or name in NEVER_SET:
-        return ""
-    if rec.step is not None and name in JOB_ONLY:
-        return ""
-    return GETTERS[name](rec)
+        return acctusage.GETTERS[name]
+    if name in USAGE or name in NOT_RECORDED or name in NEVER_SET or (step and name in JOB_ONLY):
+        return _empty
+    return GETTERS[name]
 
 
 def known_field(name: str) -> str | None:

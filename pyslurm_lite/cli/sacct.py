@@ -217,20 +217,18 @@ def wanted_steps(job, asked: dict[str, set[str]]) -> set[str] | None:
 def lines_for(run_msg, ns, fields, steps_asked, now, cfg, window=None, flt=None) -> list[str]:
     """The run's lines; none when a filter (cli/acctfilter.py) leaves its job out."""
     job = run_msg.job
-    names = [n for n, _ in fields]
-    only = wanted_steps(job, steps_asked)
+    only = wanted_steps(job, steps_asked) if steps_asked else None
     rec = af.Rec(job, None, run_msg.state, None, now, cfg, window)
     if flt is not None and not acctfilter.keep(rec, flt):
         return []
-    out = [] if only else [render([af.value(n, rec) for n in names], fields, ns)]
+    out = [] if only else [render([af.getter(n, False)(rec) for n, _ in fields], fields, ns)]
     if ns.allocations and not only:
         return out
-    spec = rec.spec
-    for step in af.run_steps(job, spec, run_msg.state):
+    for step in af.run_steps(job, job.spec, run_msg.state):  # the spec's `batch` only
         if only and step.suffix not in only:
             continue
-        rec = af.Rec(job, spec, run_msg.state, step, now, cfg, window)
-        out.append(render([af.value(n, rec) for n in names], fields, ns))
+        step_rec = af.Rec(job, rec._spec, run_msg.state, step, now, cfg, window)
+        out.append(render([af.getter(n, True)(step_rec) for n, _ in fields], fields, ns))
     return out
 
 
