@@ -29,7 +29,7 @@ class JobTimers:
         (Slurm signals the steps, so a shell without a trap is not killed by the warning)."""
         effects = Effects()
         with self.s.lock:
-            for job in self.s.jobs.values():
+            for job in self.s.active_jobs():
                 if job.state != JobState.RUNNING or not job.spec.signal or job.time_limit <= 0:
                     continue
                 key = (job.job_id, job.restart_count)
@@ -51,9 +51,9 @@ class JobTimers:
         (so not held ones, nor ones waiting on a dependency or a begin time)."""
         ended = []
         with self.s.lock:
-            for job in self.s.jobs.values():
+            for job in self.s.active_jobs():
                 if not job.spec.deadline:  # most jobs: asked first, as this runs every pass
-                    continue
+                    continue  # (over the active jobs only: thousands ended may be in memory)
                 if job.state != JobState.PENDING or job.held or job.eligible_time > now \
                         or job.reason in (Reason.DEPENDENCY, Reason.DEPENDENCY_NEVER) \
                         or not deadline_passed(job, now):
@@ -73,7 +73,7 @@ class JobTimers:
         """End RUNNING jobs past their time limit with TIMEOUT (SIGTERM, SIGKILL after KillWait)."""
         effects, ended = Effects(), []
         with self.s.lock:
-            for job in self.s.jobs.values():
+            for job in self.s.active_jobs():
                 if job.state == JobState.RUNNING and job.time_limit > 0 \
                         and now >= job.start_time + job.time_limit * 60:
                     effects.signals += self.jobs._end(job, JobState.TIMEOUT, Reason.TIME_LIMIT, now)
@@ -86,7 +86,7 @@ class JobTimers:
         """Preempted jobs whose grace time is over: requeued (restart count up) or ended PREEMPTED."""
         effects, changed = Effects(), []
         with self.s.lock:
-            for job in self.s.jobs.values():
+            for job in self.s.active_jobs():
                 if job.state != JobState.RUNNING or not job.preempt_time or now < job.preempt_time:
                     continue
                 mode = job.preempt_mode
