@@ -171,3 +171,30 @@ def test_a_line_from_the_message_alone_is_the_line_from_its_converted_spec(chang
     untouched = af.Rec(msg, None, "COMPLETED", None, job.end_time, cfg)
     [af.value(n, untouched) for n in ("JobID", "State", "JobName", "Account", "User", "QOS")]
     assert untouched._spec is None  # nothing converted for these
+
+
+def test_history_of_a_pending_job_has_its_live_reason(tmp_path):
+    """A pending job's reason lives in memory between commits: sacct's stored message gets the
+    current one (the reply sends that message as it is)."""
+    from pyslurm_lite.controller import accounting
+    from pyslurm_lite.controller.accounting import JobRun
+    from pyslurm_lite.controller.state import ClusterState
+    from pyslurm_lite.controller.store import Store
+    from pyslurm_lite.model import Reason
+    store = Store(f"sqlite:///{tmp_path / 'state.db'}", clock=lambda: 150.0)
+    try:
+        state = ClusterState(Config(), store, lambda: 150.0)
+        live = model_job(12)
+        live.state, live.reason = JobState.PENDING, Reason.RESOURCES
+        state.jobs[12] = live
+        recorded = wire.to_msg(model_job(12), types_pb2.Job)  # committed before the pass
+        recorded.state, recorded.reason = "PENDING", "None"
+        [run] = accounting.with_live_reasons([JobRun(recorded, "PENDING")], state)
+        assert (run.job.reason, run.job.SerializeToString()) == \
+            ("Resources", types_pb2.Job(**{**_fields(recorded), "reason": "Resources"}).SerializeToString())
+    finally:
+        store.close()
+
+
+def _fields(msg) -> dict:
+    return {f.name: v for f, v in msg.ListFields()}
