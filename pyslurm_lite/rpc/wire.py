@@ -162,12 +162,12 @@ def _compile(name: str, params: str, body: str, env: dict):
     return namespace[name]
 
 
-
 def length_delimited(field_number: int):
     """f(data) -> data as field `field_number` (length-delimited: a message, string or bytes)
     of a message being put together as bytes, for its MergeFromString: one parse in C where a
     Python copy of thousands of submessages would take twice as long."""
-    assert 0 < field_number < 16  # a one-byte tag
+    if not 0 < field_number < 16:
+        raise ValueError(f"field {field_number}: only numbers 1-15 have a one-byte tag")
     tag = bytes([field_number << 3 | 2])
 
     def field(data: bytes) -> bytes:
