@@ -107,6 +107,10 @@ class Rec:
             self._spec = wire.from_msg(self.job.spec, JobSpec)
         return self._spec
 
+    def for_step(self, step: StepRec) -> Rec:
+        """This run's line for one of its steps, sharing the spec if it was converted."""
+        return Rec(self.job, self._spec, self.state, step, self.now, self.cfg, self.window)
+
 
 # ---- steps of a run ---------------------------------------------------------------------------
 def batch_state(job, run_state: str) -> str:

@@ -227,7 +227,7 @@ def lines_for(run_msg, ns, fields, steps_asked, now, cfg, window=None, flt=None)
     for step in af.run_steps(job, job.spec, run_msg.state):  # the spec's `batch` only
         if only and step.suffix not in only:
             continue
-        step_rec = af.Rec(job, rec._spec, run_msg.state, step, now, cfg, window)
+        step_rec = rec.for_step(step)
         out.append(render([af.getter(n, True)(step_rec) for n, _ in fields], fields, ns))
     return out
 

@@ -468,7 +468,7 @@ class Store:
         oldest first, each with when it ended."""
         query = (sa.select(runs_table.c.job_id, runs_table.c.end_time, runs_table.c.data)
                  .where(runs_table.c.job_id.in_(job_ids)).order_by(runs_table.c.job_id, runs_table.c.restart_count))
-        out: dict[int, list[tuple[Job, float]]] = {}
+        out: dict[int, list[tuple[object, float]]] = {}
         with self.engine.connect() as conn:
             for job_id, end_time, blob in conn.execute(query):
                 out.setdefault(job_id, []).append((parse_job(blob), end_time))
